@@ -1,0 +1,203 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// AdminToken is the bearer token of the admin user (group system:masters).
+const AdminToken = "snapkeeper-admin-token"
+
+// ControlPlane is a real etcd and kube-apiserver on loopback ports.
+type ControlPlane struct {
+	Dir        string
+	URL        string
+	Kubeconfig string
+	Config     *rest.Config
+	etcd       *Process
+	apiserver  *Process
+}
+
+// StartControlPlane starts etcd and kube-apiserver in dir and waits until the
+// API server is ready. Call Stop to end both.
+func StartControlPlane(ctx context.Context, dir string) (*ControlPlane, error) {
+	cp := &ControlPlane{Dir: dir}
+	if err := cp.startEtcd(); err != nil {
+		return nil, err
+	}
+	if err := cp.startAPIServer(ctx); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) startEtcd() error {
+	bin, err := Tool("etcd")
+	if err != nil {
+		return err
+	}
+	client, err := FreeAddr()
+	if err != nil {
+		return err
+	}
+	peer, err := FreeAddr()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--name=default",
+		"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls=http://" + client,
+		"--advertise-client-urls=http://" + client,
+		"--listen-peer-urls=http://" + peer,
+		"--initial-advertise-peer-urls=http://" + peer,
+		"--initial-cluster=default=http://" + peer,
+		// Test data is disposable: skip fsync so the disk is not the bottleneck.
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	}
+	cp.etcd, err = StartProcess(cp.Dir, "etcd", bin, args)
+	if err != nil {
+		return err
+	}
+	cp.URL = "http://" + client // temporarily: the etcd URL, replaced below
+	return nil
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
+	bin, err := Tool("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	etcdURL := cp.URL
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	certDir := filepath.Join(cp.Dir, "apiserver-certs")
+	tokens := filepath.Join(cp.Dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(AdminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	saKey := filepath.Join(cp.Dir, "sa.key")
+	if err := writeRSAKey(saKey); err != nil {
+		return err
+	}
+	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-key-file=" + saKey,
+		"--service-account-signing-key-file=" + saKey,
+		"--service-account-issuer=" + cp.URL,
+		"--api-audiences=" + cp.URL,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		// A loopback address cannot be published as the kubernetes Service endpoint.
+		"--endpoint-reconciler-type=none",
+		// No controller-manager runs, so nothing would create the default
+		// ServiceAccount that this plugin insists on for pods.
+		"--disable-admission-plugins=ServiceAccount",
+		"--max-requests-inflight=1000",
+		"--max-mutating-requests-inflight=500",
+		"--profiling=false",
+		"-v=1",
+	}
+	cp.apiserver, err = StartProcess(cp.Dir, "kube-apiserver", bin, args)
+	if err != nil {
+		return err
+	}
+	cp.Config = &rest.Config{
+		Host:            cp.URL,
+		BearerToken:     AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS:             -1, // the tests' own client is never the bottleneck
+	}
+	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(cp.Kubeconfig, cp.URL, AdminToken); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx)
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local test server with a self-signed cert
+	}}
+	var last string
+	for {
+		if cp.apiserver.Exited() {
+			return fmt.Errorf("kube-apiserver exited:\n%s", cp.apiserver.Tail(4000))
+		}
+		if cp.etcd.Exited() {
+			return fmt.Errorf("etcd exited:\n%s", cp.etcd.Tail(4000))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+AdminToken)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-apiserver not ready (last: %s): %w\n%s", last, ctx.Err(), cp.apiserver.Tail(4000))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the API server, then etcd.
+func (cp *ControlPlane) Stop() {
+	if cp.apiserver != nil {
+		cp.apiserver.Stop(10 * time.Second)
+	}
+	if cp.etcd != nil {
+		cp.etcd.Stop(10 * time.Second)
+	}
+}
+
+// WriteKubeconfig writes a kubeconfig for a token user of the server at url.
+func WriteKubeconfig(path, url, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: url, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
+	cfg.CurrentContext = "local"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func writeRSAKey(path string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	b := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	return os.WriteFile(path, b, 0o600)
+}

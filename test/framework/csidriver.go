@@ -1,0 +1,187 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// MockDriverName is the driver name the mock CSI driver reports by default.
+const MockDriverName = "mock.csi.snapkeeper.io"
+
+// CSIDriverOptions configure a mock CSI driver.
+type CSIDriverOptions struct {
+	Name   string      // driver name; default MockDriverName
+	Faults []FaultRule // initial faults
+}
+
+// FaultRule is one fault of the mock driver (JSON shape of its /faults API;
+// see hack/tools/kube/mockcsi/faults.go for the meaning of each field).
+type FaultRule struct {
+	Method            string `json:"method,omitempty"`
+	Match             string `json:"match,omitempty"`
+	Times             int    `json:"times,omitempty"`
+	Latency           string `json:"latency,omitempty"`
+	Code              string `json:"code,omitempty"`
+	Message           string `json:"message,omitempty"`
+	AfterCall         bool   `json:"afterCall,omitempty"`
+	NotReady          int    `json:"notReady,omitempty"`
+	Hang              string `json:"hang,omitempty"`
+	HangUntilDeadline bool   `json:"hangUntilDeadline,omitempty"`
+}
+
+// BackendSnapshot is one snapshot the driver holds.
+type BackendSnapshot struct {
+	ID             string    `json:"id"`
+	Name           string    `json:"name,omitempty"`
+	SourceVolumeID string    `json:"sourceVolumeId"`
+	ReadyToUse     bool      `json:"readyToUse"`
+	CreationTime   time.Time `json:"creationTime"`
+	SizeBytes      int64     `json:"sizeBytes"`
+	Builtin        bool      `json:"builtin"`
+}
+
+// CSIDriver is a running mock CSI driver: the Kubernetes e2e mock service
+// behind our fault-injecting, serializing gRPC wrapper.
+type CSIDriver struct {
+	Name     string
+	Socket   string // unix socket path (no scheme)
+	HTTPAddr string // host:port of its /calls, /faults, /snapshots API
+	proc     *Process
+}
+
+// StartCSIDriver starts the mock driver on a socket in a fresh directory;
+// t.Cleanup stops it.
+func (e *Env) StartCSIDriver(t T, o CSIDriverOptions) *CSIDriver {
+	t.Helper()
+	d, err := StartCSIDriver(e.TempDir(t, "csi"), o)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(d.Stop)
+	return d
+}
+
+// StartCSIDriver starts the mock driver with its socket and log in dir.
+func StartCSIDriver(dir string, o CSIDriverOptions) (*CSIDriver, error) {
+	bin, err := Tool("mock-csi-driver")
+	if err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = MockDriverName
+	}
+	// Unix socket paths are limited to 108 bytes: keep the socket short.
+	sockDir, err := os.MkdirTemp("", "csi-")
+	if err != nil {
+		return nil, err
+	}
+	d := &CSIDriver{Name: o.Name, Socket: filepath.Join(sockDir, "csi.sock")}
+	ready := filepath.Join(dir, "csi-ready.json")
+	args := []string{"--csi-address=" + d.Socket, "--name=" + o.Name,
+		"--http-address=127.0.0.1:0", "--ready-file=" + ready}
+	if len(o.Faults) > 0 {
+		b, _ := json.Marshal(map[string]any{"rules": o.Faults})
+		args = append(args, "--faults="+string(b))
+	}
+	d.proc, err = StartProcess(dir, "mock-csi-driver", bin, args)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(ready)
+		if err == nil {
+			var r struct {
+				HTTPAddress string `json:"httpAddress"`
+			}
+			if json.Unmarshal(b, &r) == nil && r.HTTPAddress != "" {
+				d.HTTPAddr = r.HTTPAddress
+				return d, nil
+			}
+		}
+		if d.proc.Exited() || time.Now().After(deadline) {
+			d.Stop()
+			return nil, fmt.Errorf("mock CSI driver did not start:\n%s", d.proc.Tail(2000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop ends the driver and removes its socket directory.
+func (d *CSIDriver) Stop() {
+	d.proc.Stop(5 * time.Second)
+	os.RemoveAll(filepath.Dir(d.Socket))
+}
+
+// Process is the driver's process (for restarts and logs).
+func (d *CSIDriver) Process() *Process { return d.proc }
+
+// SetFaults replaces the driver's faults.
+func (d *CSIDriver) SetFaults(ctx context.Context, rules ...FaultRule) error {
+	if rules == nil {
+		rules = []FaultRule{}
+	}
+	b, _ := json.Marshal(map[string]any{"rules": rules})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+d.HTTPAddr+"/faults", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("set faults: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("set faults: %s", resp.Status)
+	}
+	return nil
+}
+
+// Calls returns call counts by full gRPC method and result code.
+func (d *CSIDriver) Calls(ctx context.Context) (map[string]map[string]int64, error) {
+	var r struct {
+		Calls map[string]map[string]int64 `json:"calls"`
+	}
+	return r.Calls, d.getJSON(ctx, "/calls", &r)
+}
+
+// Snapshots returns the snapshots the driver holds, without the three
+// built-in ones the mock starts with.
+func (d *CSIDriver) Snapshots(ctx context.Context) ([]BackendSnapshot, error) {
+	var r struct {
+		Snapshots []BackendSnapshot `json:"snapshots"`
+	}
+	if err := d.getJSON(ctx, "/snapshots", &r); err != nil {
+		return nil, err
+	}
+	var out []BackendSnapshot
+	for _, s := range r.Snapshots {
+		if !s.Builtin {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func (d *CSIDriver) getJSON(ctx context.Context, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.HTTPAddr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
+}

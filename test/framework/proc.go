@@ -1,0 +1,102 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is a child process started by the framework. It runs in its own
+// process group and receives SIGKILL when the test binary dies (Pdeathsig),
+// so no process outlives the tests even after a panic or a timeout.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+	once    sync.Once
+}
+
+// StartProcess starts bin with args; stdout and stderr go to dir/name.log.
+func StartProcess(dir, name, bin string, args []string, env ...string) (*Process, error) {
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log of %s: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process group.
+func (p *Process) Signal(sig syscall.Signal) { _ = syscall.Kill(-p.cmd.Process.Pid, sig) }
+
+// Stop sends SIGTERM to the process group, waits up to grace, then SIGKILL.
+func (p *Process) Stop(grace time.Duration) {
+	p.once.Do(func() {
+		if p.Exited() {
+			return
+		}
+		p.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			p.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+	})
+}
+
+// Wait blocks until the process ends or ctx is done.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Tail returns the last n bytes of the process log, for failure messages.
+func (p *Process) Tail(n int) string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
