@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+// Faults is the live fault configuration. It is the JSON shape of --faults,
+// of the --faults-file and of GET/PUT /faults:
+//
+//	{"rules": [
+//	  {"method": "CreateSnapshot", "code": "Unavailable", "message": "backend busy", "times": 2},
+//	  {"method": "DeleteSnapshot", "match": "snapshot-bad-*", "code": "Internal"},
+//	  {"method": "*", "latency": "50ms"},
+//	  {"method": "CreateSnapshot", "notReady": 3},
+//	  {"method": "CreateSnapshot", "hangUntilDeadline": true, "times": 1}
+//	]}
+//
+// Every rule that matches a call applies: latencies add up, the first rule
+// with a code decides the error, the longest hang wins. Replacing the faults
+// (file change, PUT, start-up) resets every rule's counters.
+type Faults struct {
+	Rules []Rule `json:"rules"`
+}
+
+// Rule is one fault. A rule matches a call when Method and Match match it and,
+// for Times > 0, fewer than Times matching calls happened since the rule was
+// installed.
+type Rule struct {
+	// Method is the short CSI method name ("CreateSnapshot"), the full gRPC
+	// method ("/csi.v1.Controller/CreateSnapshot"), or "" / "*" for every
+	// method.
+	Method string `json:"method,omitempty"`
+	// Match is a path.Match glob over the snapshot the call is about: the
+	// name of a CreateSnapshot, the id of a DeleteSnapshot or of a filtered
+	// ListSnapshots, where an id also matches through the name it was
+	// created with. Empty matches every call; a non-empty pattern never
+	// matches calls about no snapshot (Probe, an unfiltered ListSnapshots).
+	Match string `json:"match,omitempty"`
+	// Times limits Latency, Code and Hang to the first Times matching calls;
+	// 0 means every matching call.
+	Times int `json:"times,omitempty"`
+	// Latency delays the call before it reaches the mock (outside the
+	// serialization lock, so slow calls still overlap like on a real backend).
+	Latency Duration `json:"latency,omitempty"`
+	// Code is a gRPC code name ("Unavailable", "DEADLINE_EXCEEDED") or number.
+	Code string `json:"code,omitempty"`
+	// Message is the status message of the injected error.
+	Message string `json:"message,omitempty"`
+	// AfterCall returns the error after the mock handled the call, so the
+	// operation took effect on the backend while the caller sees a failure.
+	// Default: the call fails before it reaches the mock.
+	AfterCall bool `json:"afterCall,omitempty"`
+	// NotReady makes the first NotReady CreateSnapshot / filtered
+	// ListSnapshots responses of each snapshot id report readyToUse=false.
+	// Unfiltered ListSnapshots entries show the current state without
+	// consuming the count. For Probe (named explicitly, never through "*")
+	// the first NotReady probes answer ready=false.
+	NotReady int `json:"notReady,omitempty"`
+	// Hang blocks a CreateSnapshot for this long AFTER the mock created the
+	// snapshot (or until the caller's deadline, whichever comes first), then
+	// returns the result: a create still in flight / timed out while the
+	// backend already holds the snapshot.
+	Hang Duration `json:"hang,omitempty"`
+	// HangUntilDeadline blocks such a CreateSnapshot until the caller's
+	// context ends.
+	HangUntilDeadline bool `json:"hangUntilDeadline,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("250ms").
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it accepts "1.5s" strings.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"250ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParseFaults decodes and validates a Faults document. Unknown fields are
+// errors, so a typo in a test's fault file fails loudly instead of silently
+// injecting nothing. Empty input means no faults.
+func ParseFaults(data []byte) (Faults, error) {
+	var f Faults
+	if len(bytes.TrimSpace(data)) == 0 {
+		return f, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return Faults{}, fmt.Errorf("decoding faults: %w", err)
+	}
+	if err := f.Validate(); err != nil {
+		return Faults{}, err
+	}
+	return f, nil
+}
+
+// Validate checks every rule.
+func (f Faults) Validate() error {
+	var errs []error
+	for i, r := range f.Rules {
+		if err := r.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("rules[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r Rule) validate() error {
+	var errs []error
+	if r.Match != "" {
+		if _, err := path.Match(r.Match, ""); err != nil {
+			errs = append(errs, fmt.Errorf("match %q: %w", r.Match, err))
+		}
+	}
+	if r.Code != "" {
+		c, err := parseCode(r.Code)
+		if err != nil {
+			errs = append(errs, err)
+		} else if c == codes.OK {
+			errs = append(errs, errors.New("code OK injects nothing; leave code empty"))
+		}
+	}
+	if r.Times < 0 || r.NotReady < 0 || r.Latency < 0 || r.Hang < 0 {
+		errs = append(errs, errors.New("times, notReady, latency and hang must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// parseCode accepts "Unavailable", "UNAVAILABLE", "unavailable",
+// "DeadlineExceeded", "DEADLINE_EXCEEDED" and numbers.
+func parseCode(s string) (codes.Code, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil && n <= 16 {
+		return codes.Code(n), nil
+	}
+	want := strings.ToLower(strings.ReplaceAll(s, "_", ""))
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if strings.ToLower(c.String()) == want {
+			return c, nil
+		}
+	}
+	return codes.OK, fmt.Errorf("unknown gRPC code %q", s)
+}
+
+// shortMethod turns "/csi.v1.Controller/CreateSnapshot" into "CreateSnapshot".
+func shortMethod(full string) string {
+	return full[strings.LastIndex(full, "/")+1:]
+}
+
+// matchesMethod reports whether the rule is about this gRPC method.
+func (r Rule) matchesMethod(full string) bool {
+	return r.Method == "" || r.Method == "*" || r.Method == full || r.Method == shortMethod(full)
+}
+
+// matchesSnapshot reports whether the rule's glob matches a snapshot known by
+// name and/or id (either may be empty).
+func (r Rule) matchesSnapshot(name, id string) bool {
+	if r.Match == "" {
+		return true
+	}
+	for _, s := range []string{name, id} {
+		if s == "" {
+			continue
+		}
+		if ok, _ := path.Match(r.Match, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// injectsCallFault reports whether the rule does anything to a call as a
+// whole (as opposed to only rewriting readiness).
+func (r Rule) injectsCallFault() bool {
+	return r.Latency > 0 || r.Code != "" || r.Hang > 0 || r.HangUntilDeadline
+}
+
+// notReadyApplies reports whether the rule's NotReady is about this method.
+func (r Rule) notReadyApplies(full string) bool {
+	if r.NotReady == 0 {
+		return false
+	}
+	switch short := shortMethod(full); short {
+	case "CreateSnapshot", "ListSnapshots":
+		return r.matchesMethod(full)
+	case "Probe":
+		return r.Method == short || r.Method == full
+	}
+	return false
+}

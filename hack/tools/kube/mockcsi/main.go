@@ -1,0 +1,258 @@
+// Command mockcsi serves the Kubernetes e2e mock CSI driver
+// (k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service) as
+// Identity, Controller and Node services on a unix socket, for snapkeeper's
+// tests and benchmarks. Build: cd hack/tools/kube && go build -o ../../../bin/mock-csi-driver ./mockcsi
+//
+// A gRPC interceptor in front of the mock
+//   - serializes every call into it: the mock is not safe under concurrent
+//     calls (DeleteSnapshot looks up an index and removes it in two steps);
+//   - injects faults (latency, error codes, "not ready for the first N
+//     polls", a CreateSnapshot that hangs after the snapshot was cut), set by
+//     --faults, --faults-file (re-read when it changes) or PUT /faults;
+//   - counts calls by method and result code (GET /calls).
+//
+// The mock starts with three built-in snapshots, "Mock Snapshot 1..3" with
+// ids "1", "2", "3". Test code must count only the snapshots it created
+// (GET /snapshots marks the built-in ones with "builtin": true).
+//
+// Everything the mock knows lives in memory: a restarted driver has lost
+// every snapshot created before.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
+)
+
+// DefaultDriverName is the driver name GetPluginInfo reports by default.
+const DefaultDriverName = "mock.csi.snapkeeper.io"
+
+// Options are the command-line options.
+type Options struct {
+	CSIAddress   string
+	DriverName   string
+	HTTPAddress  string
+	ReadyFile    string
+	Faults       string
+	FaultsFile   string
+	PollInterval time.Duration
+	Latency      time.Duration
+	NotReady     int
+	GracePeriod  time.Duration
+	HideCaps     string
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket path to serve CSI on (a unix:// prefix is accepted). Required.")
+	fs.StringVar(&o.DriverName, "name", DefaultDriverName, "Driver name reported by GetPluginInfo.")
+	fs.StringVar(&o.HTTPAddress, "http-address", "", "host:port of the HTTP API (GET /calls, GET|PUT /faults, GET /snapshots); empty disables it. Port 0 picks a free port (see --ready-file).")
+	fs.StringVar(&o.ReadyFile, "ready-file", "", "Once serving, write {\"csiAddress\",\"httpAddress\",\"pid\"} JSON to this file (atomically); removed at exit.")
+	fs.StringVar(&o.Faults, "faults", "", "Initial faults as inline JSON ({\"rules\":[...]}).")
+	fs.StringVar(&o.FaultsFile, "faults-file", "", "JSON faults file, re-read whenever its content changes; a removed file means no faults. Overrides --faults once it exists.")
+	fs.DurationVar(&o.PollInterval, "faults-poll-interval", 100*time.Millisecond, "How often --faults-file is checked for changes.")
+	fs.DurationVar(&o.Latency, "latency", 0, "Shorthand: add this latency to every call.")
+	fs.IntVar(&o.NotReady, "not-ready", 0, "Shorthand: each snapshot reports readyToUse=false in its first N CreateSnapshot/ListSnapshots(id) responses.")
+	fs.StringVar(&o.HideCaps, "hide-capabilities", "", "Comma-separated controller capabilities to remove from ControllerGetCapabilities (e.g. CREATE_DELETE_SNAPSHOT,LIST_SNAPSHOTS), to play a driver without them.")
+	fs.DurationVar(&o.GracePeriod, "grace-period", 5*time.Second, "How long in-flight calls may finish at SIGTERM/SIGINT.")
+}
+
+// Validate checks the options and returns the initial faults.
+func (o *Options) Validate() (Faults, error) {
+	o.CSIAddress = strings.TrimPrefix(strings.TrimPrefix(o.CSIAddress, "unix://"), "unix:")
+	if o.CSIAddress == "" {
+		return Faults{}, errors.New("--csi-address is required")
+	}
+	if o.DriverName == "" {
+		return Faults{}, errors.New("--name must not be empty")
+	}
+	if _, err := parseCapabilities(o.HideCaps); err != nil {
+		return Faults{}, fmt.Errorf("--hide-capabilities: %w", err)
+	}
+	if o.PollInterval <= 0 {
+		return Faults{}, errors.New("--faults-poll-interval must be positive")
+	}
+	f, err := ParseFaults([]byte(o.Faults))
+	if err != nil {
+		return Faults{}, fmt.Errorf("--faults: %w", err)
+	}
+	if o.Latency > 0 {
+		f.Rules = append(f.Rules, Rule{Method: "*", Latency: Duration(o.Latency)})
+	}
+	if o.NotReady > 0 {
+		f.Rules = append(f.Rules, Rule{Method: "*", NotReady: o.NotReady})
+	}
+	return f, f.Validate()
+}
+
+func main() {
+	klog.InitFlags(nil)
+	var o Options
+	o.AddFlags(flag.CommandLine)
+	flag.Parse()
+	if err := run(&o); err != nil {
+		klog.ErrorS(err, "mock CSI driver failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(o *Options) error {
+	faults, err := o.Validate()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+
+	stop := make(chan struct{})
+	in := newInjector(stop)
+	in.hidden, _ = parseCapabilities(o.HideCaps) // validated
+	in.setFaults(faults, "flags")
+	svc := service.New(service.Config{DriverName: o.DriverName})
+	if err := in.recordBuiltins(ctx, svc); err != nil {
+		return fmt.Errorf("listing the mock's built-in snapshots: %w", err)
+	}
+	if o.FaultsFile != "" {
+		w := &fileWatcher{path: o.FaultsFile, in: in}
+		// Read once before serving so that the file is in effect from the
+		// first call; an invalid file at start-up is fatal.
+		if err := w.check(); err != nil {
+			return err
+		}
+		go w.run(ctx, o.PollInterval)
+	}
+
+	lis, err := listenUnix(o.CSIAddress)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(o.CSIAddress)
+	srv := grpc.NewServer(grpc.UnaryInterceptor(in.Unary), grpc.UnknownServiceHandler(in.unknownService))
+	csi.RegisterIdentityServer(srv, svc)
+	csi.RegisterControllerServer(srv, svc)
+	csi.RegisterNodeServer(srv, svc)
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- srv.Serve(lis) }()
+
+	var httpSrv *http.Server
+	httpAddr := ""
+	if o.HTTPAddress != "" {
+		hl, err := net.Listen("tcp", o.HTTPAddress)
+		if err != nil {
+			srv.Stop()
+			return fmt.Errorf("--http-address: %w", err)
+		}
+		httpAddr = hl.Addr().String()
+		httpSrv = &http.Server{Handler: in.handler(svc), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := httpSrv.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- err
+			}
+		}()
+	}
+	if o.ReadyFile != "" {
+		if err := writeReadyFile(o.ReadyFile, o.CSIAddress, httpAddr); err != nil {
+			srv.Stop()
+			return err
+		}
+		defer os.Remove(o.ReadyFile)
+	}
+	klog.InfoS("Mock CSI driver serving", "driver", o.DriverName, "csiAddress", o.CSIAddress, "httpAddress", httpAddr)
+
+	select {
+	case <-ctx.Done():
+		klog.InfoS("Stopping mock CSI driver")
+	case err = <-serveErr:
+		klog.ErrorS(err, "Serving failed")
+	}
+	close(stop) // release calls held by hang and latency faults
+	gracefulStop(srv, o.GracePeriod)
+	if httpSrv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), o.GracePeriod)
+		defer scancel()
+		_ = httpSrv.Shutdown(sctx)
+	}
+	return err
+}
+
+// listenUnix listens on path, replacing a stale socket left by a killed
+// driver (tests restart drivers on the same path).
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	return lis, nil
+}
+
+func gracefulStop(srv *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		srv.Stop()
+	}
+}
+
+func writeReadyFile(path, csiAddr, httpAddr string) error {
+	data, err := json.Marshal(map[string]any{"csiAddress": csiAddr, "httpAddress": httpAddr, "pid": os.Getpid()})
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// parseCapabilities parses a comma-separated list of controller capability
+// names.
+func parseCapabilities(list string) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
+	out := map[csi.ControllerServiceCapability_RPC_Type]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		v, ok := csi.ControllerServiceCapability_RPC_Type_value[strings.ToUpper(name)]
+		if !ok {
+			return nil, fmt.Errorf("unknown controller capability %q", name)
+		}
+		out[csi.ControllerServiceCapability_RPC_Type(v)] = true
+	}
+	return out, nil
+}

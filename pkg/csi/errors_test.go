@@ -1,0 +1,127 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestClassification(t *testing.T) {
+	tests := map[string]struct {
+		err          error
+		inProgress   bool
+		final        bool
+		code         codes.Code
+		driverSaying string
+	}{
+		"no error is neither": {
+			err: nil, code: codes.OK,
+		},
+		"Canceled may still run": {
+			err: status.Error(codes.Canceled, "c"), inProgress: true, code: codes.Canceled, driverSaying: "Canceled: c",
+		},
+		"DeadlineExceeded may still run": {
+			err: status.Error(codes.DeadlineExceeded, "d"), inProgress: true, code: codes.DeadlineExceeded,
+		},
+		"Unavailable may still run": {
+			err: status.Error(codes.Unavailable, "u"), inProgress: true, code: codes.Unavailable,
+		},
+		"ResourceExhausted may still run": {
+			err: status.Error(codes.ResourceExhausted, "r"), inProgress: true, code: codes.ResourceExhausted,
+		},
+		"Aborted may still run": {
+			err: status.Error(codes.Aborted, "a"), inProgress: true, code: codes.Aborted,
+		},
+		"an error without gRPC status may still run": {
+			err: errors.New("connection reset"), inProgress: true, code: codes.Unknown, driverSaying: "connection reset",
+		},
+		"a bare context error may still run": {
+			err: context.DeadlineExceeded, inProgress: true, code: codes.Unknown,
+		},
+		"InvalidArgument is final": {
+			err: status.Error(codes.InvalidArgument, "bad parameter"), final: true, code: codes.InvalidArgument,
+			driverSaying: "InvalidArgument: bad parameter",
+		},
+		"Unknown from the driver is final": {
+			err: status.Error(codes.Unknown, "?"), final: true, code: codes.Unknown,
+		},
+		"Internal is final": {
+			err: status.Error(codes.Internal, "boom"), final: true, code: codes.Internal,
+		},
+		"AlreadyExists is final": {
+			err: status.Error(codes.AlreadyExists, "other source"), final: true, code: codes.AlreadyExists,
+		},
+		"NotFound is final": {
+			err: status.Error(codes.NotFound, "no volume"), final: true, code: codes.NotFound,
+		},
+		"FailedPrecondition is final": {
+			err: status.Error(codes.FailedPrecondition, "f"), final: true, code: codes.FailedPrecondition,
+		},
+		"a wrapped final status keeps its class and message": {
+			err:   fmt.Errorf("CreateSnapshot %q: %w", "s1", status.Error(codes.Internal, "disk on fire")),
+			final: true, code: codes.Internal, driverSaying: "Internal: disk on fire",
+		},
+		"a doubly wrapped in-progress status keeps its class": {
+			err:        fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", status.Error(codes.Unavailable, "u"))),
+			inProgress: true, code: codes.Unavailable, driverSaying: "Unavailable: u",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := MayBeInProgress(tc.err); got != tc.inProgress {
+				t.Errorf("MayBeInProgress = %v, want %v", got, tc.inProgress)
+			}
+			if got := IsFinal(tc.err); got != tc.final {
+				t.Errorf("IsFinal = %v, want %v", got, tc.final)
+			}
+			if got := Code(tc.err); got != tc.code {
+				t.Errorf("Code = %v, want %v", got, tc.code)
+			}
+			if tc.driverSaying != "" {
+				if got := DriverMessage(tc.err); got != tc.driverSaying {
+					t.Errorf("DriverMessage = %q, want %q", got, tc.driverSaying)
+				}
+			}
+		})
+	}
+}
+
+// Every code is exactly one of the two classes.
+func TestClassificationIsExhaustive(t *testing.T) {
+	for c := codes.Canceled; c <= codes.Unauthenticated; c++ {
+		err := status.Error(c, "x")
+		if MayBeInProgress(err) == IsFinal(err) {
+			t.Errorf("%v: MayBeInProgress and IsFinal agree", c)
+		}
+	}
+}
+
+func TestWrappedErrorsStillUnwrapToStatus(t *testing.T) {
+	err := fmt.Errorf("CSI driver %q: DeleteSnapshot %q: %w", "d", "1", status.Error(codes.PermissionDenied, "no"))
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.PermissionDenied {
+		t.Fatalf("status.FromError = %v, %v; want PermissionDenied", st, ok)
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		t.Fatalf("errors.As found no GRPCStatus in %v", err)
+	}
+}
+
+func TestGRPCTarget(t *testing.T) {
+	tests := map[string]string{
+		"/run/csi/socket":        "unix:///run/csi/socket",
+		"unix:///run/csi/socket": "unix:///run/csi/socket",
+		"unix:/run/csi/socket":   "unix:/run/csi/socket",
+		"relative/csi.sock":      "unix:relative/csi.sock",
+	}
+	for in, want := range tests {
+		if got := grpcTarget(in); got != want {
+			t.Errorf("grpcTarget(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
