@@ -1,0 +1,43 @@
+package controller
+
+import (
+	"context"
+
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
+
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/binder"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+func (o *Options) backoff() sync.Backoff { return sync.Backoff{Start: o.RetryStart, Max: o.RetryMax} }
+
+// runBinder runs the cluster-wide binder under the snapshot-controller Lease.
+func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health) error {
+	kubeInf := informers.NewSharedInformerFactory(cl.kube, o.ResyncPeriod)
+	snapInf := snapinformers.NewSharedInformerFactory(cl.snap, o.ResyncPeriod)
+	b, err := binder.New(binder.Config{
+		Snap:                    cl.snap,
+		Writer:                  writer.New(cl.kube, cl.snap, prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)),
+		KubeInformers:           kubeInf,
+		SnapInformers:           snapInf,
+		Recorder:                newRecorder(ctx, cl.kube, "snapshot-controller"),
+		Metrics:                 binder.NewMetrics(reg),
+		Workers:                 o.Workers,
+		Backoff:                 o.backoff(),
+		Recheck:                 o.Recheck,
+		DistributedSnapshotting: o.DistributedSnapshotting,
+		SourceVolumeMode:        o.SourceVolumeMode,
+	})
+	if err != nil {
+		return err
+	}
+	h.addReady(b.HasSynced)
+	// Caches fill before leadership, so a standby is ready and takes over
+	// without a cold start.
+	kubeInf.Start(ctx.Done())
+	snapInf.Start(ctx.Done())
+	return o.withLeaderElection(ctx, cl.kube, BinderLease, h, untilDone(b.Run))
+}

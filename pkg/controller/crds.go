@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+)
+
+// waitForCRDs blocks until snapshot.storage.k8s.io/v1 is served, retrying
+// with a backoff capped at intervalMax, and gives up after timeout. It
+// reports whether groupsnapshot.storage.k8s.io/v1beta2 is served too.
+func waitForCRDs(ctx context.Context, dc discovery.DiscoveryInterface, intervalMax, timeout time.Duration) (groups bool, err error) {
+	logger := klog.FromContext(ctx)
+	deadline := time.Now().Add(timeout)
+	delay := 100 * time.Millisecond
+	for {
+		_, err = dc.ServerResourcesForGroupVersion("snapshot.storage.k8s.io/v1")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("the snapshot CRDs (snapshot.storage.k8s.io/v1) are not served after %s: install them (charts/snapkeeper/files/crds) and restart: %w", timeout, err)
+		}
+		logger.Info("Waiting for the snapshot CRDs", "err", err, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, intervalMax)
+	}
+	if _, gerr := dc.ServerResourcesForGroupVersion("groupsnapshot.storage.k8s.io/v1beta2"); gerr != nil {
+		logger.Info("Group snapshot CRDs are not served: running without volume group snapshots", "err", gerr)
+		return false, nil
+	}
+	return true, nil
+}

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/csiside"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// runCSI connects to the driver and runs the CSI side under the driver's
+// Lease (none with --node-deployment: each node handles its own contents).
+func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health) error {
+	drv, err := csi.Connect(ctx, o.CSIAddress, csi.Options{Timeout: o.Timeout, Registerer: reg})
+	if err != nil {
+		return fmt.Errorf("CSI driver at %s: %w", o.CSIAddress, err)
+	}
+	defer drv.Close()
+	klog.FromContext(ctx).Info("Connected to CSI driver", "driver", drv.Name(), "capabilities", drv.Capabilities())
+	var opts []snapinformers.SharedInformerOption
+	if o.NodeName != "" {
+		opts = append(opts, snapinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.LabelSelector = snapshot.LabelManagedBy + "=" + o.NodeName
+		}))
+	}
+	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, opts...)
+	ctrl := csiside.New(csiside.Config{
+		Driver:                 drv,
+		Kube:                   cl.kube,
+		Snap:                   cl.snap,
+		Writer:                 writer.New(cl.kube, cl.snap, prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)),
+		ContentInformer:        snapInf.Snapshot().V1().VolumeSnapshotContents(),
+		ClassInformer:          snapInf.Snapshot().V1().VolumeSnapshotClasses(),
+		Recorder:               newRecorder(ctx, cl.kube, "csi-snapshotter "+drv.Name()),
+		SnapshotNamePrefix:     o.SnapshotNamePrefix,
+		SnapshotNameUUIDLength: o.SnapshotNameUUIDLength,
+		ExtraCreateMetadata:    o.ExtraCreateMetadata,
+		Timeout:                o.Timeout,
+		NodeName:               o.NodeName,
+		Backoff:                o.backoff(),
+		ResyncPeriod:           o.ResyncPeriod,
+	})
+	contents := snapInf.Snapshot().V1().VolumeSnapshotContents().Informer()
+	classes := snapInf.Snapshot().V1().VolumeSnapshotClasses().Informer()
+	snapInf.Start(ctx.Done())
+	h.addReady(func() bool { return contents.HasSynced() && classes.HasSynced() })
+	run := untilDone(func(ctx context.Context) error { return ctrl.Run(ctx, o.Workers) })
+	if o.NodeDeployment {
+		return run(ctx)
+	}
+	return o.withLeaderElection(ctx, cl.kube, CSILeaseName(drv.Name()), h, run)
+}

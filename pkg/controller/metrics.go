@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"context"
+	"net/url"
+	gosync "sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientmetrics "k8s.io/client-go/tools/metrics"
+	"k8s.io/client-go/util/workqueue"
+)
+
+var registerOnce gosync.Once
+
+// registerClientMetrics exposes client-go's request and workqueue metrics.
+// client-go accepts one registration per process.
+func registerClientMetrics(reg prometheus.Registerer) {
+	registerOnce.Do(func() {
+		latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rest_client_request_duration_seconds",
+			Help:    "Request latency by verb and host.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"verb", "host"})
+		results := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rest_client_requests_total",
+			Help: "Requests by status code, method and host.",
+		}, []string{"code", "method", "host"})
+		reg.MustRegister(latency, results)
+		clientmetrics.Register(clientmetrics.RegisterOpts{
+			RequestLatency: latencyAdapter{latency},
+			RequestResult:  resultAdapter{results},
+		})
+		workqueue.SetProvider(newQueueMetrics(reg))
+	})
+}
+
+type latencyAdapter struct{ h *prometheus.HistogramVec }
+
+func (a latencyAdapter) Observe(_ context.Context, verb string, u url.URL, d time.Duration) {
+	a.h.WithLabelValues(verb, u.Host).Observe(d.Seconds())
+}
+
+type resultAdapter struct{ c *prometheus.CounterVec }
+
+func (a resultAdapter) Increment(_ context.Context, code, method, host string) {
+	a.c.WithLabelValues(code, method, host).Inc()
+}
+
+// queueMetrics implements workqueue.MetricsProvider on Prometheus.
+type queueMetrics struct {
+	depth               *prometheus.GaugeVec
+	addsC, retriesC     *prometheus.CounterVec
+	latency, work       *prometheus.HistogramVec
+	unfinished, longest *prometheus.GaugeVec
+}
+
+func newQueueMetrics(reg prometheus.Registerer) *queueMetrics {
+	buckets := prometheus.ExponentialBuckets(0.0001, 4, 10)
+	m := &queueMetrics{
+		depth:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_depth", Help: "Current depth of the workqueue."}, []string{"name"}),
+		addsC:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_adds_total", Help: "Adds handled by the workqueue."}, []string{"name"}),
+		retriesC:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_retries_total", Help: "Retries handled by the workqueue."}, []string{"name"}),
+		latency:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_queue_duration_seconds", Help: "Time an item waits in the queue.", Buckets: buckets}, []string{"name"}),
+		work:       prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_work_duration_seconds", Help: "Time processing an item takes.", Buckets: buckets}, []string{"name"}),
+		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_unfinished_work_seconds", Help: "Seconds of work in progress."}, []string{"name"}),
+		longest:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_longest_running_processor_seconds", Help: "Longest running processor."}, []string{"name"}),
+	}
+	reg.MustRegister(m.depth, m.addsC, m.retriesC, m.latency, m.work, m.unfinished, m.longest)
+	return m
+}
+
+func (m *queueMetrics) NewDepthMetric(n string) workqueue.GaugeMetric {
+	return m.depth.WithLabelValues(n)
+}
+func (m *queueMetrics) NewAddsMetric(n string) workqueue.CounterMetric {
+	return m.addsC.WithLabelValues(n)
+}
+func (m *queueMetrics) NewLatencyMetric(n string) workqueue.HistogramMetric {
+	return m.latency.WithLabelValues(n)
+}
+func (m *queueMetrics) NewWorkDurationMetric(n string) workqueue.HistogramMetric {
+	return m.work.WithLabelValues(n)
+}
+func (m *queueMetrics) NewUnfinishedWorkSecondsMetric(n string) workqueue.SettableGaugeMetric {
+	return m.unfinished.WithLabelValues(n)
+}
+func (m *queueMetrics) NewLongestRunningProcessorSecondsMetric(n string) workqueue.SettableGaugeMetric {
+	return m.longest.WithLabelValues(n)
+}
+func (m *queueMetrics) NewRetriesMetric(n string) workqueue.CounterMetric {
+	return m.retriesC.WithLabelValues(n)
+}

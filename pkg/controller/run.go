@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapscheme "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/scheme"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/version"
+)
+
+// Lease names shared with the community components, so that theirs and ours
+// exclude each other during a rolling image swap.
+const (
+	BinderLease   = "snapshot-controller-leader"
+	csiLeasePrefix = "external-snapshotter-leader-"
+)
+
+var nonLeaseChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
+
+// CSILeaseName is the Lease of the CSI side of a driver.
+func CSILeaseName(driver string) string {
+	return csiLeasePrefix + nonLeaseChars.ReplaceAllString(driver, "-")
+}
+
+// clients are the API clients of one component; each component gets its own
+// so that one's client-side rate limit does not slow the other.
+type clients struct {
+	kube kubernetes.Interface
+	snap snapclient.Interface
+}
+
+func (o *Options) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
+	cfg.UserAgent = "snapkeeper/" + version.Version
+	return cfg, nil
+}
+
+func newClients(base *rest.Config, component string) (*clients, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.UserAgent += " (" + component + ")"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := snapclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{kube: kube, snap: snap}, nil
+}
+
+// eventScheme knows core and snapshot kinds, so events name their object.
+func eventScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = snapscheme.AddToScheme(s)
+	return s
+}
+
+func newRecorder(ctx context.Context, kube kubernetes.Interface, component string) record.EventRecorder {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return b.NewRecorder(eventScheme(), corev1.EventSource{Component: component})
+}
+
+// Run starts the enabled components and blocks until ctx is done or one of
+// them fails.
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting snapkeeper controller", "version", version.Version, "components", o.Components)
+	base, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerClientMetrics(reg)
+	h := &health{}
+	if o.HTTPEndpoint != "" {
+		if err := serveHTTP(ctx, o.HTTPEndpoint, o.MetricsPath, h, reg); err != nil {
+			return fmt.Errorf("http endpoint %s: %w", o.HTTPEndpoint, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	if o.Enabled(ComponentBinder) {
+		cl, err := newClients(base, "binder")
+		if err != nil {
+			return err
+		}
+		if _, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout); err != nil {
+			return err
+		}
+		go func() { errc <- o.runBinder(ctx, cl, reg, h) }()
+	}
+	if o.Enabled(ComponentCSI) {
+		cl, err := newClients(base, "csi")
+		if err != nil {
+			return err
+		}
+		if _, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout); err != nil {
+			return err
+		}
+		go func() { errc <- o.runCSI(ctx, cl, reg, h) }()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func (o *Options) leaseNamespace() string {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return "kube-system"
+}
+
+// untilDone adapts a blocking run function to leader election.
+func untilDone(run func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
+

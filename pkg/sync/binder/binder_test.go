@@ -1,0 +1,359 @@
+package binder
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+)
+
+func TestMain(m *testing.M) {
+	// The fake clientsets cannot serve watch-list streams; client-go reads
+	// this gate from the environment on first use.
+	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
+	os.Exit(m.Run())
+}
+
+func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T) {
+	pvc, pv := boundPVC("pvc1")
+	vs := newSnapshot("s1")
+	h := newHarness(t, vs, pvc, pv, newClass("gold", testDriver, true), newClass("other", "other.driver", true))
+
+	if _, err := h.syncSnapshot("s1"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"patch volumesnapshots", "create volumesnapshotcontents", "patch persistentvolumeclaims"}
+	if got := h.writes(); !slices.Equal(got, want) {
+		t.Fatalf("writes = %v, want %v", got, want)
+	}
+	got := h.getSnapshot("s1")
+	if got.Spec.VolumeSnapshotClassName == nil || *got.Spec.VolumeSnapshotClassName != "gold" {
+		t.Errorf("default class not written into spec: %v", got.Spec.VolumeSnapshotClassName)
+	}
+	for _, f := range []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound} {
+		if !snapshot.HasFinalizer(got, f) {
+			t.Errorf("snapshot lacks finalizer %s", f)
+		}
+	}
+	claim, _ := h.kube.CoreV1().PersistentVolumeClaims(testNS).Get(context.Background(), "pvc1", metav1.GetOptions{})
+	if !snapshot.HasFinalizer(claim, snapshot.FinalizerPVCAsSource) {
+		t.Error("claim lacks the pvc-as-source finalizer")
+	}
+	c := h.getContent(snapshot.ContentNameFor(vs.UID))
+	switch {
+	case c.Spec.VolumeSnapshotRef.UID != vs.UID:
+		t.Errorf("content ref uid %q, want %q", c.Spec.VolumeSnapshotRef.UID, vs.UID)
+	case c.Spec.Source.VolumeHandle == nil || *c.Spec.Source.VolumeHandle != "vol-1":
+		t.Errorf("content source %v, want vol-1", c.Spec.Source)
+	case c.Spec.Driver != testDriver || c.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete:
+		t.Errorf("content driver/policy = %s/%s", c.Spec.Driver, c.Spec.DeletionPolicy)
+	case !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound):
+		t.Error("content not born with its finalizer")
+	case !snapshot.HasAnnotation(c, snapshot.AnnBeingCreated, snapshot.ValueYes):
+		t.Error("content not born marked being-created")
+	case c.Spec.SourceVolumeMode == nil || *c.Spec.SourceVolumeMode != corev1.PersistentVolumeFilesystem:
+		t.Errorf("sourceVolumeMode = %v", c.Spec.SourceVolumeMode)
+	}
+}
+
+func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
+	pvc, pv := boundPVC("pvc1")
+	unbound := pvc.DeepCopy()
+	unbound.Status.Phase = corev1.ClaimPending
+	deleting := pvc.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{}
+	deleting.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	cases := map[string]struct {
+		objs    []runtime.Object
+		vs      *snapv1.VolumeSnapshot
+		message string
+		reason  string
+	}{
+		"no default class names the annotation to set": {
+			objs: []runtime.Object{pvc, pv}, vs: newSnapshot("s1"),
+			message: "no default VolumeSnapshotClass for driver \"drv.example.com\"", reason: "SetDefaultSnapshotClassFailed",
+		},
+		"two default classes are named": {
+			objs:    []runtime.Object{pvc, pv, newClass("a", testDriver, true), newClass("b", testDriver, true)},
+			vs:      newSnapshot("s1"),
+			message: "2 VolumeSnapshotClasses are the default for driver \"drv.example.com\" (a, b)", reason: "SetDefaultSnapshotClassFailed",
+		},
+		"a class of another driver is refused": {
+			objs: []runtime.Object{pvc, pv, newClass("x", "x.driver", false)}, vs: newSnapshot("s1", withClass("x")),
+			message: "is for driver \"x.driver\" but the volume", reason: "GetSnapshotClassFailed",
+		},
+		"a missing class is waited for": {
+			objs: []runtime.Object{pvc, pv}, vs: newSnapshot("s1", withClass("later")),
+			message: "VolumeSnapshotClass \"later\" does not exist yet", reason: "GetSnapshotClassFailed",
+		},
+		"a missing claim is waited for": {
+			objs: []runtime.Object{newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
+			message: "PersistentVolumeClaim ns/pvc1 does not exist yet", reason: "SnapshotPVCSourceMissing",
+		},
+		"an unbound claim is waited for": {
+			objs: []runtime.Object{unbound, pv, newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
+			message: "is not bound yet", reason: "SnapshotPVCSourceMissing",
+		},
+		"a claim being deleted is refused and gets no finalizer": {
+			objs: []runtime.Object{deleting, pv, newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
+			message: "is being deleted", reason: "SnapshotPVCSourceMissing",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, append(tc.objs, tc.vs)...)
+			res, err := h.syncSnapshot("s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RequeueAfter == 0 {
+				t.Error("a waiting snapshot must be re-checked later")
+			}
+			if got := h.writes(); !slices.Equal(got, []string{"patch volumesnapshots/status"}) {
+				t.Fatalf("writes = %v, want one status patch", got)
+			}
+			st := h.getSnapshot("s1").Status
+			if st == nil || st.Error == nil || !strings.Contains(*st.Error.Message, tc.message) {
+				t.Fatalf("status %+v, want error containing %q", st, tc.message)
+			}
+			if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], tc.reason) {
+				t.Errorf("events = %v, want one %s", ev, tc.reason)
+			}
+			// Same problem again: no write, no event (transitions only).
+			h.kube.ClearActions()
+			h.snap.ClearActions()
+			h.c.snapshots.VolumeSnapshots(testNS) // cache may lag; use the server copy
+			if err := h.c.setError(context.Background(), h.getSnapshot("s1"), problemf(tc.reason, "%s", *st.Error.Message)); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.writes(); len(got) != 0 {
+				t.Errorf("repeating the same problem wrote %v", got)
+			}
+		})
+	}
+}
+
+func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
+	pvc, pv := boundPVC("pvc1")
+	vs := newSnapshot("s1", withClass("gold"), withFinalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
+	content := newContent(vs, ready("snap-1"))
+	h := newHarness(t, vs, content, pvc, pv, newClass("gold", testDriver, false))
+
+	if _, err := h.syncSnapshot("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.writes(); !slices.Equal(got, []string{"patch volumesnapshots/status"}) {
+		t.Fatalf("writes = %v", got)
+	}
+	got := h.getSnapshot("s1")
+	st := got.Status
+	if st == nil || *st.BoundVolumeSnapshotContentName != content.Name || !*st.ReadyToUse || st.RestoreSize.Value() != 1<<30 || st.CreationTime == nil {
+		t.Fatalf("status = %+v", st)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "SnapshotReady") {
+		t.Errorf("events = %v, want one SnapshotReady", ev)
+	}
+	// As after a restart: the same objects again cost no write.
+	h.snap.ClearActions()
+	if _, err := h.c.bound(context.Background(), got, content); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.writes(); len(w) != 0 {
+		t.Fatalf("a ready snapshot cost writes: %v", w)
+	}
+}
+
+func TestPreProvisionedBinding(t *testing.T) {
+	cases := map[string]struct {
+		vs      *snapv1.VolumeSnapshot
+		content *snapv1.VolumeSnapshotContent
+		writes  []string
+		message string
+	}{
+		"an unclaimed content gets the snapshot's uid and its finalizer in one write": {
+			vs:      newSnapshot("s1", fromContent("pre")),
+			content: newContent(newSnapshot("s1"), named("pre"), preHandle("h1"), refUID(""), noFinalizer()),
+			writes:  []string{"patch volumesnapshots", "patch volumesnapshotcontents"},
+		},
+		"a content of another snapshot is refused": {
+			vs:      newSnapshot("s1", fromContent("pre")),
+			content: newContent(newSnapshot("other"), named("pre"), preHandle("h1")),
+			writes:  []string{"patch volumesnapshots/status"},
+			message: "is bound to VolumeSnapshot ns/other",
+		},
+		"a content claimed by an older namesake is refused": {
+			vs:      newSnapshot("s1", fromContent("pre")),
+			content: newContent(newSnapshot("s1"), named("pre"), preHandle("h1"), refUID("old-uid")),
+			writes:  []string{"patch volumesnapshots/status"},
+			message: "uid \"old-uid\"",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, tc.vs, tc.content)
+			if _, err := h.syncSnapshot("s1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.writes(); !slices.Equal(got, tc.writes) {
+				t.Fatalf("writes = %v, want %v", got, tc.writes)
+			}
+			if tc.message == "" {
+				c := h.getContent("pre")
+				if c.Spec.VolumeSnapshotRef.UID != tc.vs.UID || !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
+					t.Fatalf("content not bound: %+v", c)
+				}
+				return
+			}
+			st := h.getSnapshot("s1").Status
+			if st == nil || st.Error == nil || !strings.Contains(*st.Error.Message, tc.message) {
+				t.Fatalf("status %+v, want error %q", st, tc.message)
+			}
+		})
+	}
+}
+
+func TestDeletion(t *testing.T) {
+	fins := withFinalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound, "other.io/keep")
+	vs := newSnapshot("s1", deleted(), fins, boundTo(snapshot.ContentNameFor("uid-s1")))
+	pending := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "restore", Namespace: testNS},
+		Spec: corev1.PersistentVolumeClaimSpec{DataSource: &corev1.TypedLocalObjectReference{
+			APIGroup: ptr(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s1"}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+	cases := map[string]struct {
+		objs       []runtime.Object
+		writes     []string
+		finalizers []string
+	}{
+		"a Delete content is marked and deleted; the snapshot waits for it": {
+			objs:       []runtime.Object{vs, newContent(vs, ready("h"))},
+			writes:     []string{"patch volumesnapshotcontents", "delete volumesnapshotcontents"},
+			finalizers: vs.Finalizers,
+		},
+		"a Retain content is marked and the snapshot released at once": {
+			objs:       []runtime.Object{vs, newContent(vs, ready("h"), retain())},
+			writes:     []string{"patch volumesnapshotcontents", "patch volumesnapshots"},
+			finalizers: []string{"other.io/keep"},
+		},
+		"with the content gone the snapshot is released, other finalizers kept": {
+			objs:       []runtime.Object{vs},
+			writes:     []string{"patch volumesnapshots"},
+			finalizers: []string{"other.io/keep"},
+		},
+		"a pending restore keeps the as-source finalizer": {
+			objs:       []runtime.Object{vs, pending},
+			writes:     []string{"patch volumesnapshots"},
+			finalizers: []string{snapshot.FinalizerSnapshotAsSource, "other.io/keep"},
+		},
+		"a content of another snapshot is never touched": {
+			objs:       []runtime.Object{vs, newContent(vs, ready("h"), refUID("someone-else"))},
+			writes:     []string{"patch volumesnapshots"},
+			finalizers: []string{"other.io/keep"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, tc.objs...)
+			if _, err := h.syncSnapshot("s1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.writes(); !slices.Equal(got, tc.writes) {
+				t.Fatalf("writes = %v, want %v", got, tc.writes)
+			}
+			if got := h.getSnapshot("s1").Finalizers; !slices.Equal(got, tc.finalizers) {
+				t.Errorf("finalizers = %v, want %v", got, tc.finalizers)
+			}
+			if c, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); err == nil &&
+				c.Spec.VolumeSnapshotRef.UID == vs.UID && !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
+				t.Error("own content lacks the being-deleted mark")
+			}
+		})
+	}
+}
+
+func TestClaimFinalizerHeldOnlyWhileACutMayBeInFlight(t *testing.T) {
+	pvc, pv := boundPVC("pvc1")
+	pvc.Finalizers = []string{"kubernetes.io/pvc-protection", snapshot.FinalizerPVCAsSource}
+	vs := newSnapshot("s1", boundTo(snapshot.ContentNameFor("uid-s1")))
+	cases := map[string]struct {
+		content *snapv1.VolumeSnapshotContent
+		release bool
+	}{
+		"content without handle keeps it":    {newContent(vs, marked(snapshot.AnnBeingCreated)), false},
+		"handle but still marked keeps it":   {newContent(vs, ready("h"), marked(snapshot.AnnBeingCreated)), false},
+		"handle and unmarked releases it":    {newContent(vs, ready("h")), true},
+		"an errored snapshot never holds it": {nil, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []runtime.Object{pvc, pv, vs}
+			if tc.content != nil {
+				objs = append(objs, tc.content)
+			}
+			h := newHarness(t, objs...)
+			if _, err := h.c.syncPVC(context.Background(), testNS+"/pvc1"); err != nil {
+				t.Fatal(err)
+			}
+			claim, _ := h.kube.CoreV1().PersistentVolumeClaims(testNS).Get(context.Background(), "pvc1", metav1.GetOptions{})
+			if got := !snapshot.HasFinalizer(claim, snapshot.FinalizerPVCAsSource); got != tc.release {
+				t.Fatalf("released = %v, want %v (finalizers %v)", got, tc.release, claim.Finalizers)
+			}
+			if !snapshot.HasFinalizer(claim, "kubernetes.io/pvc-protection") {
+				t.Error("another component's finalizer was removed")
+			}
+		})
+	}
+}
+
+func TestBackupToolContentGetsFinalizerBoundOrNot(t *testing.T) {
+	velero := newContent(newSnapshot("gone"), named("velero-c"), preHandle("h1"), noFinalizer(), refUID(""))
+	velero.Finalizers = []string{"velero.io/volume-snapshot-content-protect-finalizer"}
+	h := newHarness(t, velero)
+	if _, err := h.c.syncContent(context.Background(), "velero-c"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.getContent("velero-c").Finalizers
+	want := []string{"velero.io/volume-snapshot-content-protect-finalizer", snapshot.FinalizerContentBound}
+	if !slices.Equal(got, want) {
+		t.Fatalf("finalizers = %v, want %v", got, want)
+	}
+}
+
+func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
+	pvc, pv := boundPVC("pvc1")
+	cases := map[string]struct {
+		verb, resource string
+		err            error
+	}{
+		"a conflict on the snapshot": {"patch", "volumesnapshots", apierrors.NewConflict(schema.GroupResource{Resource: "volumesnapshots"}, "s1", nil)},
+		"a failing claim patch":      {"patch", "persistentvolumeclaims", apierrors.NewInternalError(errors.New("boom"))},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, newSnapshot("s1"), pvc, pv, newClass("gold", testDriver, true))
+			if tc.resource == "persistentvolumeclaims" {
+				failNext(h.kube, tc.verb, tc.resource, tc.err)
+			} else {
+				failNext(h.snap, tc.verb, tc.resource, tc.err)
+			}
+			if _, err := h.syncSnapshot("s1"); err == nil {
+				t.Fatal("want the error back, for a rate-limited retry")
+			}
+			if _, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("content created although a protection write failed: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,222 @@
+// Package binder is the cluster-wide loop that binds VolumeSnapshots to
+// VolumeSnapshotContents, guards them with finalizers and tears them down.
+// Everything it waits for arrives as an informer event routed through an
+// index; a slow jittered re-check covers anything missed.
+package binder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// Config is what the binder needs; the command builds it from its options.
+type Config struct {
+	Snap          snapclient.Interface
+	Writer        *writer.Writer
+	KubeInformers informers.SharedInformerFactory
+	SnapInformers snapinformers.SharedInformerFactory
+	Recorder      record.EventRecorder
+	Metrics       *Metrics
+	Workers       int
+	Backoff       sync.Backoff
+	// Recheck is the slow, jittered safety re-check of snapshots that wait
+	// for something; events do the real work.
+	Recheck time.Duration
+	// DistributedSnapshotting labels contents with their PV's node.
+	DistributedSnapshotting bool
+	// SourceVolumeMode records the PV's volume mode on dynamic contents.
+	SourceVolumeMode bool
+}
+
+// Controller is the binder.
+type Controller struct {
+	cfg       Config
+	snapshots snaplisters.VolumeSnapshotLister
+	contents  snaplisters.VolumeSnapshotContentLister
+	classes   snaplisters.VolumeSnapshotClassLister
+	pvcs      corelisters.PersistentVolumeClaimLister
+	pvs       corelisters.PersistentVolumeLister
+
+	snapIndex    cache.Indexer
+	pvcIndex     cache.Indexer
+	synced       []cache.InformerSynced
+	snapshotLoop *sync.Loop
+	contentLoop  *sync.Loop
+	pvcLoop      *sync.Loop
+}
+
+// New wires the binder to its informers. Call before the factories start.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = 5 * time.Minute
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	sv1 := cfg.SnapInformers.Snapshot().V1()
+	core := cfg.KubeInformers.Core().V1()
+	c := &Controller{
+		cfg:       cfg,
+		snapshots: sv1.VolumeSnapshots().Lister(),
+		contents:  sv1.VolumeSnapshotContents().Lister(),
+		classes:   sv1.VolumeSnapshotClasses().Lister(),
+		pvcs:      core.PersistentVolumeClaims().Lister(),
+		pvs:       core.PersistentVolumes().Lister(),
+	}
+	c.snapshotLoop = sync.NewLoop("volumesnapshots", cfg.Backoff, c.syncSnapshot)
+	c.contentLoop = sync.NewLoop("volumesnapshotcontents", cfg.Backoff, c.syncContent)
+	c.pvcLoop = sync.NewLoop("pvc-finalizers", cfg.Backoff, c.syncPVC)
+
+	snapInf := sv1.VolumeSnapshots().Informer()
+	if err := snapInf.AddIndexers(snapshotIndexers); err != nil {
+		return nil, fmt.Errorf("snapshot indexers: %w", err)
+	}
+	pvcInf := core.PersistentVolumeClaims().Informer()
+	if err := pvcInf.AddIndexers(pvcIndexers); err != nil {
+		return nil, fmt.Errorf("claim indexers: %w", err)
+	}
+	c.snapIndex, c.pvcIndex = snapInf.GetIndexer(), pvcInf.GetIndexer()
+	contentInf := sv1.VolumeSnapshotContents().Informer()
+	classInf := sv1.VolumeSnapshotClasses().Informer()
+	pvInf := core.PersistentVolumes().Informer()
+
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		fn  func(obj any)
+	}{
+		{snapInf, c.onSnapshot},
+		{contentInf, c.onContent},
+		{classInf, c.onClass},
+		{pvcInf, c.onPVC},
+		{pvInf, c.onPV},
+	}
+	for _, h := range handlers {
+		fn := h.fn
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    fn,
+			UpdateFunc: func(_, obj any) { fn(obj) },
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				fn(obj)
+			},
+		}); err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, h.inf.HasSynced)
+	}
+	return c, nil
+}
+
+// Run waits for the caches and runs the loops until ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("binder")
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("binder: caches did not sync")
+	}
+	logger.Info("Binder started", "workers", c.cfg.Workers)
+	go c.contentLoop.Run(ctx, max(1, c.cfg.Workers/4))
+	go c.pvcLoop.Run(ctx, max(1, c.cfg.Workers/4))
+	c.snapshotLoop.Run(ctx, c.cfg.Workers)
+	return nil
+}
+
+// HasSynced reports whether every informer the binder uses has synced.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Event handlers only route keys; nothing in them blocks.
+
+func (c *Controller) onSnapshot(obj any) {
+	vs, ok := obj.(*snapv1.VolumeSnapshot)
+	if !ok {
+		return
+	}
+	c.snapshotLoop.Add(objKey(vs.Namespace, vs.Name))
+	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
+		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
+	}
+}
+
+func (c *Controller) onContent(obj any) {
+	content, ok := obj.(*snapv1.VolumeSnapshotContent)
+	if !ok {
+		return
+	}
+	c.contentLoop.Add(content.Name)
+	ref := content.Spec.VolumeSnapshotRef
+	if ref.Name != "" {
+		c.snapshotLoop.Add(objKey(ref.Namespace, ref.Name))
+	}
+	// Pre-provisioned snapshots that name this content but are not (yet)
+	// in its ref still need to hear about it.
+	c.enqueueIndexed(c.snapIndex, indexByContent, content.Name)
+}
+
+func (c *Controller) onClass(obj any) {
+	class, ok := obj.(*snapv1.VolumeSnapshotClass)
+	if !ok {
+		return
+	}
+	c.enqueueIndexed(c.snapIndex, indexByClass, class.Name)
+	// A class that becomes (or stops being) a default changes the outcome
+	// for every snapshot still waiting for a default.
+	c.enqueueIndexed(c.snapIndex, indexByClass, noClass)
+}
+
+func (c *Controller) onPVC(obj any) {
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	key := objKey(pvc.Namespace, pvc.Name)
+	c.enqueueIndexed(c.snapIndex, indexByPVC, key)
+	for _, src := range restoreSources(pvc) {
+		c.snapshotLoop.Add(src)
+	}
+	c.pvcLoop.Add(key)
+}
+
+func (c *Controller) onPV(obj any) {
+	pv, ok := obj.(*corev1.PersistentVolume)
+	if !ok || pv.Spec.ClaimRef == nil {
+		return
+	}
+	c.enqueueIndexed(c.snapIndex, indexByPVC, objKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name))
+}
+
+func (c *Controller) enqueueIndexed(idx cache.Indexer, index, value string) {
+	keys, err := idx.IndexKeys(index, value)
+	if err != nil {
+		return
+	}
+	for _, k := range keys {
+		c.snapshotLoop.Add(k)
+	}
+}

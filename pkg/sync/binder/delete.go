@@ -1,0 +1,121 @@
+package binder
+
+import (
+	"context"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// deleting tears a snapshot down: its content gets the being-deleted mark
+// whatever its policy; a Delete content is deleted and the snapshot waits
+// until it is gone; a Retain content is left and the snapshot released at
+// once. A claim still restoring from the snapshot keeps it.
+func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
+	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
+		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
+	}
+	if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) && !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) {
+		return sync.Result{}, nil
+	}
+	content, err := c.ownContent(ctx, vs)
+	if err != nil {
+		return sync.Result{}, err
+	}
+	if content != nil {
+		mark := &writer.Patch{}
+		mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
+		if _, err := c.cfg.Writer.PatchContent(ctx, content, mark); err != nil {
+			return sync.Result{}, err
+		}
+		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
+			if content.DeletionTimestamp == nil {
+				if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
+					return sync.Result{}, err
+				}
+			}
+			// The content's delete event brings us back once the CSI side
+			// removed the backend snapshot and its finalizer.
+			return sync.Result{}, nil
+		}
+	}
+	p := &writer.Patch{}
+	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
+	if restoring := c.restoringClaims(vs); len(restoring) > 0 {
+		if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
+			return sync.Result{}, err
+		}
+		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, "SnapshotDeletePending",
+			"Snapshot is being deleted; it stays until claim %s finishes restoring from it", restoring[0])
+		return sync.Result{}, nil // the claim's events bring us back
+	}
+	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotAsSource)
+	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return sync.Result{}, nil
+		}
+		return sync.Result{}, err
+	}
+	driver := ""
+	if content != nil {
+		driver = content.Spec.Driver
+	}
+	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, typeDynamic, "cancel", vs.CreationTimestamp.Time)
+	c.cfg.Metrics.finish(vs.UID, OpDeleteSnapshot, driver, snapType(vs), "success", vs.DeletionTimestamp.Time)
+	return sync.Result{}, nil
+}
+
+func snapType(vs *snapv1.VolumeSnapshot) string {
+	if vs.Spec.Source.VolumeSnapshotContentName != nil {
+		return typePreProvisioned
+	}
+	return typeDynamic
+}
+
+// ownContent returns the content bound to vs, if it exists and is really
+// this snapshot's. For a dynamic snapshot not yet seen bound, the API server
+// is asked directly: a content created a moment ago must not be orphaned by
+// releasing the snapshot before the cache has it.
+func (c *Controller) ownContent(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, error) {
+	content := c.contentOf(vs)
+	if content == nil && vs.Spec.Source.PersistentVolumeClaimName != nil {
+		live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		content = live
+	}
+	if content == nil {
+		return nil, nil
+	}
+	ref := content.Spec.VolumeSnapshotRef
+	if ref.UID != vs.UID || ref.Name != vs.Name || ref.Namespace != vs.Namespace {
+		return nil, nil // not ours: never touch it
+	}
+	return content, nil
+}
+
+// restoringClaims lists the Pending claims that restore from vs.
+func (c *Controller) restoringClaims(vs *snapv1.VolumeSnapshot) []string {
+	objs, err := c.pvcIndex.ByIndex(indexRestoring, objKey(vs.Namespace, vs.Name))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, o := range objs {
+		pvc, ok := o.(*corev1.PersistentVolumeClaim)
+		if ok && pvc.Status.Phase == corev1.ClaimPending && pvc.DeletionTimestamp == nil {
+			out = append(out, objKey(pvc.Namespace, pvc.Name))
+		}
+	}
+	return out
+}

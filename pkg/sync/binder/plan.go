@@ -1,0 +1,191 @@
+package binder
+
+import (
+	"sort"
+	"strings"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+)
+
+// contentPlan is everything a dynamic snapshot's content is made from.
+type contentPlan struct {
+	pvc   *corev1.PersistentVolumeClaim
+	pv    *corev1.PersistentVolume
+	class *snapv1.VolumeSnapshotClass
+	// secret is the resolved deletion secret, if the class names one.
+	secretName, secretNamespace string
+}
+
+// planContent checks that a dynamic snapshot can be cut and resolves its
+// class; a problem says what the user must fix or what we wait for.
+func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *problem) {
+	claim := *vs.Spec.Source.PersistentVolumeClaimName
+	pvc, err := c.pvcs.PersistentVolumeClaims(vs.Namespace).Get(claim)
+	if err != nil {
+		return nil, problemf("SnapshotPVCSourceMissing",
+			"PersistentVolumeClaim %s/%s does not exist yet; create it or fix spec.source.persistentVolumeClaimName", vs.Namespace, claim)
+	}
+	if pvc.DeletionTimestamp != nil {
+		return nil, problemf("SnapshotPVCSourceMissing",
+			"PersistentVolumeClaim %s/%s is being deleted; a snapshot cannot be taken from it", vs.Namespace, claim)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		return nil, problemf("SnapshotPVCSourceMissing",
+			"PersistentVolumeClaim %s/%s is not bound yet; the snapshot is taken once it is", vs.Namespace, claim)
+	}
+	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
+	if err != nil {
+		return nil, problemf("SnapshotPVCSourceMissing",
+			"PersistentVolume %q of claim %s/%s does not exist yet", pvc.Spec.VolumeName, vs.Namespace, claim)
+	}
+	if pv.Spec.CSI == nil {
+		return nil, problemf("SnapshotPVCSourceMissing",
+			"PersistentVolume %q is not a CSI volume; only CSI volumes can be snapshotted", pv.Name)
+	}
+	class, prob := c.resolveClass(vs, pv.Spec.CSI.Driver)
+	if prob != nil {
+		return nil, prob
+	}
+	if class.Driver != pv.Spec.CSI.Driver {
+		return nil, problemf("GetSnapshotClassFailed",
+			"VolumeSnapshotClass %q is for driver %q but the volume of claim %s/%s belongs to %q; use a class of driver %q",
+			class.Name, class.Driver, vs.Namespace, claim, pv.Spec.CSI.Driver, pv.Spec.CSI.Driver)
+	}
+	plan := &contentPlan{pvc: pvc, pv: pv, class: class}
+	if prob := plan.resolveSecret(vs); prob != nil {
+		return nil, prob
+	}
+	return plan, nil
+}
+
+// resolveClass returns the named class, or the single default class of the
+// driver.
+func (c *Controller) resolveClass(vs *snapv1.VolumeSnapshot, driver string) (*snapv1.VolumeSnapshotClass, *problem) {
+	if n := vs.Spec.VolumeSnapshotClassName; n != nil {
+		class, err := c.classes.Get(*n)
+		if err != nil {
+			return nil, problemf("GetSnapshotClassFailed",
+				"VolumeSnapshotClass %q does not exist yet; create it or fix spec.volumeSnapshotClassName", *n)
+		}
+		return class, nil
+	}
+	all, err := c.classes.List(labels.Everything())
+	if err != nil {
+		return nil, problemf("GetSnapshotClassFailed", "cannot list VolumeSnapshotClasses: %v", err)
+	}
+	var defaults []*snapv1.VolumeSnapshotClass
+	for _, cl := range all {
+		if cl.Driver == driver && snapshot.IsDefaultClass(cl.Annotations) {
+			defaults = append(defaults, cl)
+		}
+	}
+	switch len(defaults) {
+	case 1:
+		return defaults[0], nil
+	case 0:
+		return nil, problemf("SetDefaultSnapshotClassFailed",
+			"no default VolumeSnapshotClass for driver %q; set spec.volumeSnapshotClassName, or annotate one class of that driver with %s: \"true\"",
+			driver, snapshot.AnnDefaultClass)
+	default:
+		names := make([]string, len(defaults))
+		for i, d := range defaults {
+			names[i] = d.Name
+		}
+		sort.Strings(names)
+		return nil, problemf("SetDefaultSnapshotClassFailed",
+			"%d VolumeSnapshotClasses are the default for driver %q (%s); keep annotation %s on only one of them, or set spec.volumeSnapshotClassName",
+			len(names), driver, strings.Join(names, ", "), snapshot.AnnDefaultClass)
+	}
+}
+
+// resolveSecret fills in the deletion secret from the class templates.
+func (p *contentPlan) resolveSecret(vs *snapv1.VolumeSnapshot) *problem {
+	nameT, hasName := p.class.Parameters[snapshot.ParamSecretName]
+	nsT, hasNS := p.class.Parameters[snapshot.ParamSecretNamespace]
+	if !hasName && !hasNS {
+		return nil
+	}
+	if !hasName || !hasNS || nameT == "" || nsT == "" {
+		return problemf("GetSnapshotClassFailed",
+			"VolumeSnapshotClass %q must set both %s and %s, non-empty", p.class.Name, snapshot.ParamSecretName, snapshot.ParamSecretNamespace)
+	}
+	vars := snapshot.TemplateVars{ContentName: snapshot.ContentNameFor(vs.UID), SnapshotNamespace: vs.Namespace, SnapshotName: vs.Name}
+	p.secretName = snapshot.ResolveTemplate(nameT, vars)
+	p.secretNamespace = snapshot.ResolveTemplate(nsT, vars)
+	if errs := validation.IsDNS1123Subdomain(p.secretName); len(errs) > 0 {
+		return problemf("GetSnapshotClassFailed", "secret name %q from VolumeSnapshotClass %q is invalid: %s",
+			p.secretName, p.class.Name, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Label(p.secretNamespace); len(errs) > 0 {
+		return problemf("GetSnapshotClassFailed", "secret namespace %q from VolumeSnapshotClass %q is invalid: %s",
+			p.secretNamespace, p.class.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// newContent builds the dynamic content, born with its finalizer and the
+// being-created mark so the CSI side needs no extra write before cutting.
+func (c *Controller) newContent(vs *snapv1.VolumeSnapshot, plan *contentPlan) *snapv1.VolumeSnapshotContent {
+	className := plan.class.Name
+	handle := plan.pv.Spec.CSI.VolumeHandle
+	content := &snapv1.VolumeSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        snapshot.ContentNameFor(vs.UID),
+			Finalizers:  []string{snapshot.FinalizerContentBound},
+			Annotations: map[string]string{snapshot.AnnBeingCreated: snapshot.ValueYes},
+		},
+		Spec: snapv1.VolumeSnapshotContentSpec{
+			VolumeSnapshotRef: corev1.ObjectReference{
+				Kind:            snapshot.KindSnapshot,
+				APIVersion:      snapshot.GroupName + "/v1",
+				Namespace:       vs.Namespace,
+				Name:            vs.Name,
+				UID:             vs.UID,
+				ResourceVersion: vs.ResourceVersion,
+			},
+			DeletionPolicy:          plan.class.DeletionPolicy,
+			Driver:                  plan.class.Driver,
+			VolumeSnapshotClassName: &className,
+			Source:                  snapv1.VolumeSnapshotContentSource{VolumeHandle: &handle},
+		},
+	}
+	if plan.secretName != "" {
+		content.Annotations[snapshot.AnnDeletionSecretName] = plan.secretName
+		content.Annotations[snapshot.AnnDeletionSecretNamespace] = plan.secretNamespace
+	}
+	if c.cfg.SourceVolumeMode {
+		mode := corev1.PersistentVolumeFilesystem
+		if plan.pv.Spec.VolumeMode != nil {
+			mode = *plan.pv.Spec.VolumeMode
+		}
+		content.Spec.SourceVolumeMode = &mode
+	}
+	if c.cfg.DistributedSnapshotting {
+		if node := nodeOf(plan.pv); node != "" {
+			content.Labels = map[string]string{snapshot.LabelManagedBy: node}
+		}
+	}
+	return content
+}
+
+// nodeOf is the single node a PV's required node affinity pins it to, by
+// kubernetes.io/hostname, or "".
+func nodeOf(pv *corev1.PersistentVolume) string {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range term.MatchExpressions {
+			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) > 0 {
+				return e.Values[0]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,222 @@
+package binder
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// problem is a condition the user must fix (or wait for); it becomes the
+// snapshot's status.error and a Warning event with Reason.
+type problem struct {
+	Reason  string
+	Message string
+}
+
+func (p *problem) Error() string { return p.Message }
+
+func problemf(reason, format string, args ...any) *problem {
+	return &problem{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// syncSnapshot dispatches one VolumeSnapshot to the state function that
+// fits it. Each state function reads only the listers, computes what must
+// change, and writes only that.
+func (c *Controller) syncSnapshot(ctx context.Context, key string) (sync.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return sync.Result{}, nil
+	}
+	vs, err := c.snapshots.VolumeSnapshots(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return sync.Result{}, nil
+	}
+	if err != nil {
+		return sync.Result{}, err
+	}
+	switch {
+	case vs.DeletionTimestamp != nil:
+		return c.deleting(ctx, vs)
+	case vs.Spec.Source.VolumeSnapshotContentName != nil:
+		return c.preProvisioned(ctx, vs)
+	default:
+		return c.dynamic(ctx, vs)
+	}
+}
+
+// contentOf returns the content a snapshot is (or will be) bound to, from
+// the cache, or nil.
+func (c *Controller) contentOf(vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnapshotContent {
+	name := ""
+	switch {
+	case vs.Spec.Source.VolumeSnapshotContentName != nil:
+		name = *vs.Spec.Source.VolumeSnapshotContentName
+	case vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil:
+		name = *vs.Status.BoundVolumeSnapshotContentName
+	default:
+		name = snapshot.ContentNameFor(vs.UID)
+	}
+	content, err := c.contents.Get(name)
+	if err != nil {
+		return nil
+	}
+	return content
+}
+
+// dynamic handles a snapshot of a PVC that is not being deleted.
+func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
+	if content := c.contentOf(vs); content != nil {
+		return c.bound(ctx, vs, content)
+	}
+	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
+		return c.fail(ctx, vs, problemf("SnapshotContentMissing",
+			"VolumeSnapshotContent %q that this snapshot was bound to is gone; delete and re-create the VolumeSnapshot",
+			*vs.Status.BoundVolumeSnapshotContentName))
+	}
+	plan, prob := c.planContent(vs)
+	if prob != nil {
+		return c.fail(ctx, vs, prob)
+	}
+	c.cfg.Metrics.start(vs.UID, OpCreateSnapshotAndReady)
+	// 1. The snapshot's finalizers, and the resolved default class, in one write.
+	p := &writer.Patch{}
+	p.Meta.AddFinalizers(vs, snapshotFinalizers(plan.class.DeletionPolicy)...)
+	if vs.Spec.VolumeSnapshotClassName == nil {
+		p.Fields = map[string]any{"spec": map[string]any{"volumeSnapshotClassName": plan.class.Name}}
+	}
+	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
+		return sync.Result{}, err
+	}
+	// 2. Protect the source claim before anything can be cut from it.
+	pp := &writer.Patch{}
+	pp.Meta.AddFinalizers(plan.pvc, snapshot.FinalizerPVCAsSource)
+	if _, err := c.cfg.Writer.PatchPVC(ctx, plan.pvc, pp); err != nil {
+		return sync.Result{}, err
+	}
+	// 3. The content, created with its finalizer and the being-created mark.
+	content := c.newContent(vs, plan)
+	if _, err := c.cfg.Writer.CreateContent(ctx, content); err != nil && !apierrors.IsAlreadyExists(err) {
+		return c.fail(ctx, vs, problemf("CreateSnapshotContentFailed",
+			"cannot create VolumeSnapshotContent %q: %v", content.Name, err))
+	}
+	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, plan.class.Driver, typeDynamic, "success", vs.CreationTimestamp.Time)
+	return sync.Result{}, nil
+}
+
+// preProvisioned binds a snapshot to the content it names.
+func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
+	name := *vs.Spec.Source.VolumeSnapshotContentName
+	content, err := c.contents.Get(name)
+	if err != nil {
+		return c.fail(ctx, vs, problemf("SnapshotContentMissing",
+			"VolumeSnapshotContent %q does not exist yet; create it, or fix spec.source.volumeSnapshotContentName", name))
+	}
+	ref := content.Spec.VolumeSnapshotRef
+	if ref.Name != vs.Name || ref.Namespace != vs.Namespace || (ref.UID != "" && ref.UID != vs.UID) {
+		return c.fail(ctx, vs, problemf("SnapshotContentMisbound",
+			"VolumeSnapshotContent %q is bound to VolumeSnapshot %s/%s (uid %q), not to this one; point spec.volumeSnapshotRef of the content at %s/%s or use another content",
+			name, ref.Namespace, ref.Name, ref.UID, vs.Namespace, vs.Name))
+	}
+	c.cfg.Metrics.start(vs.UID, OpCreateSnapshotAndReady)
+	p := &writer.Patch{}
+	p.Meta.AddFinalizers(vs, snapshotFinalizers(content.Spec.DeletionPolicy)...)
+	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
+		return sync.Result{}, err
+	}
+	cp := &writer.Patch{}
+	cp.Meta.AddFinalizers(content, snapshot.FinalizerContentBound)
+	if ref.UID == "" {
+		// Set the uid once, guarded by the content's resourceVersion so a
+		// concurrent bind of another snapshot cannot be overwritten.
+		cp.Fields = map[string]any{"spec": map[string]any{"volumeSnapshotRef": map[string]any{"uid": string(vs.UID)}}}
+		cp.Precondition = content.ResourceVersion
+	}
+	if _, err := c.cfg.Writer.PatchContent(ctx, content, cp); err != nil {
+		return sync.Result{}, err
+	}
+	if ref.UID == "" {
+		return sync.Result{}, nil // the content's update event brings us back
+	}
+	return c.bound(ctx, vs, content)
+}
+
+// bound keeps a bound snapshot's finalizers and status in line with its
+// content. A ready snapshot whose objects are unchanged costs no write.
+func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+	if content.Spec.VolumeSnapshotRef.UID != vs.UID {
+		return c.fail(ctx, vs, problemf("SnapshotMisbound",
+			"VolumeSnapshotContent %q belongs to another VolumeSnapshot (uid %q); delete this VolumeSnapshot and create a new one",
+			content.Name, content.Spec.VolumeSnapshotRef.UID))
+	}
+	p := &writer.Patch{}
+	p.Meta.AddFinalizers(vs, snapshotFinalizers(content.Spec.DeletionPolicy)...)
+	if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentRetain {
+		p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
+	}
+	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
+		return sync.Result{}, err
+	}
+	if err := c.mirrorStatus(ctx, vs, content); err != nil {
+		return sync.Result{}, err
+	}
+	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil && !cutInFlight(content) {
+		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
+	}
+	if content.Status == nil || content.Status.ReadyToUse == nil || !*content.Status.ReadyToUse {
+		return sync.Result{RequeueAfter: c.recheck()}, nil
+	}
+	return sync.Result{}, nil
+}
+
+// cutInFlight reports whether a CreateSnapshot may still be running for the
+// content: the only time its source claim needs protection.
+func cutInFlight(content *snapv1.VolumeSnapshotContent) bool {
+	if content.Spec.Source.VolumeHandle == nil {
+		return false
+	}
+	if snapshot.HasAnnotation(content, snapshot.AnnBeingCreated, snapshot.ValueYes) {
+		return true
+	}
+	return content.Status == nil || content.Status.SnapshotHandle == nil
+}
+
+func snapshotFinalizers(policy snapv1.DeletionPolicy) []string {
+	if policy == snapv1.VolumeSnapshotContentDelete {
+		return []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound}
+	}
+	return []string{snapshot.FinalizerSnapshotAsSource}
+}
+
+// recheck is the jittered safety re-check of a waiting snapshot.
+func (c *Controller) recheck() time.Duration {
+	d := c.cfg.Recheck
+	return d + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// fail records a problem on the snapshot (on transitions only) and re-checks
+// later; the objects it waits for re-queue it through the indexes sooner.
+func (c *Controller) fail(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) (sync.Result, error) {
+	if err := c.setError(ctx, vs, p); err != nil {
+		return sync.Result{}, err
+	}
+	return sync.Result{RequeueAfter: c.recheck()}, nil
+}
+
+func trimMessage(s string) string {
+	const max = 1024
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		s = s[:max]
+	}
+	return s
+}

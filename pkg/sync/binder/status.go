@@ -1,0 +1,121 @@
+package binder
+
+import (
+	"context"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// desiredStatus mirrors a content's status into its snapshot's. It returns
+// nil when there is nothing to say yet: the first status write waits for the
+// content's status, and already names the content (backup tools look for
+// boundVolumeSnapshotContentName to find it).
+func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) *snapv1.VolumeSnapshotStatus {
+	name := content.Name
+	st := &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &name}
+	if cs := content.Status; cs != nil {
+		if cs.CreationTime != nil {
+			// The API stores times to the second: compare what will be stored.
+			t := metav1.NewTime(time.Unix(0, *cs.CreationTime).Truncate(time.Second))
+			st.CreationTime = &t
+		}
+		if cs.ReadyToUse != nil {
+			ready := *cs.ReadyToUse
+			st.ReadyToUse = &ready
+		}
+		if cs.RestoreSize != nil {
+			st.RestoreSize = resource.NewQuantity(*cs.RestoreSize, resource.BinarySI)
+		}
+		if cs.Error != nil {
+			st.Error = cs.Error.DeepCopy()
+		}
+	} else if vs.Status == nil {
+		return nil
+	}
+	if vs.Status != nil {
+		// Fields that belong to the group snapshot machinery pass through.
+		st.VolumeGroupSnapshotName = vs.Status.VolumeGroupSnapshotName
+	}
+	return st
+}
+
+// mirrorStatus writes the snapshot status when the content's changed it,
+// with an event on the transitions a user cares about.
+func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) error {
+	want := desiredStatus(vs, content)
+	if want == nil || statusEqual(vs.Status, want) {
+		return nil
+	}
+	if _, err := c.cfg.Writer.PatchSnapshotStatus(ctx, vs, statusPatch(want)); err != nil {
+		return err
+	}
+	wasReady := vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse
+	nowReady := want.ReadyToUse != nil && *want.ReadyToUse
+	snapType := typeDynamic
+	if vs.Spec.Source.VolumeSnapshotContentName != nil {
+		snapType = typePreProvisioned
+	}
+	switch {
+	case nowReady && !wasReady:
+		c.cfg.Recorder.Event(vs, corev1.EventTypeNormal, "SnapshotReady",
+			"Snapshot "+vs.Namespace+"/"+vs.Name+" is ready to use.")
+		c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, content.Spec.Driver, snapType, "success", vs.CreationTimestamp.Time)
+	case want.Error != nil && want.Error.Message != nil && !sameError(vs.Status, want.Error):
+		c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, "SnapshotCreationFailed", *want.Error.Message)
+	}
+	return nil
+}
+
+func sameError(st *snapv1.VolumeSnapshotStatus, e *snapv1.VolumeSnapshotError) bool {
+	if st == nil || st.Error == nil || st.Error.Message == nil || e == nil || e.Message == nil {
+		return false
+	}
+	return *st.Error.Message == *e.Message
+}
+
+// statusEqual compares what we own of a status; restore sizes compare by
+// value, not by their textual form.
+func statusEqual(a, b *snapv1.VolumeSnapshotStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// statusPatch renders a full merge patch of the status: absent fields are
+// sent as null so a stale error or size is cleared.
+func statusPatch(st *snapv1.VolumeSnapshotStatus) map[string]any {
+	m := map[string]any{
+		"boundVolumeSnapshotContentName": st.BoundVolumeSnapshotContentName,
+		"creationTime":                   st.CreationTime,
+		"readyToUse":                     st.ReadyToUse,
+		"restoreSize":                    st.RestoreSize,
+		"error":                          st.Error,
+	}
+	return m
+}
+
+// setError records a problem on the snapshot's status.error, with a Warning
+// event, only when the message changes.
+func (c *Controller) setError(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) error {
+	msg := trimMessage(p.Message)
+	if vs.Status != nil && vs.Status.Error != nil && vs.Status.Error.Message != nil && *vs.Status.Error.Message == msg {
+		return nil
+	}
+	now := metav1.Now()
+	ready := false
+	status := map[string]any{
+		"error":      &snapv1.VolumeSnapshotError{Time: &now, Message: &msg},
+		"readyToUse": &ready,
+	}
+	if _, err := c.cfg.Writer.PatchSnapshotStatus(ctx, vs, status); err != nil {
+		return err
+	}
+	c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, p.Reason, msg)
+	return nil
+}

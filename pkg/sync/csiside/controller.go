@@ -1,0 +1,272 @@
+// Package csiside is the content loop of the CSI side: it cuts the backend
+// snapshot of a dynamic VolumeSnapshotContent, polls it until it is ready,
+// reads the status of a pre-provisioned one, and deletes the backend snapshot
+// when its content goes. It never leaks a backend snapshot whose content is
+// gone and never loses one whose content exists (issue 5; docs/csi-side.md).
+package csiside
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumesnapshot/v1"
+	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// Event reasons on the content (shared/CONTRACT.md: alert rules
+// already match them). Events are sent when status.error changes, never on
+// every retry.
+const (
+	ReasonCreationFailed = "SnapshotCreationFailed"
+	ReasonCheckFailed    = "SnapshotContentCheckandUpdateFailed"
+	ReasonDeleteError    = "SnapshotDeleteError"
+)
+
+const (
+	// pollStart is the first delay of the readiness poll; it doubles up to
+	// Backoff.Max. A snapshot that is not ready at once is often ready a
+	// moment later.
+	pollStart = 100 * time.Millisecond
+	// staleRecheck re-reads a content whose cached copy predates our last
+	// write, in case the write's event never comes (the object was replaced
+	// during a relist, say). The event normally comes within milliseconds.
+	staleRecheck = 2 * time.Second
+	// unauthorizedRecheck re-checks a deleted content that may not be
+	// deleted from the backend yet, in case its VolumeSnapshot vanishes
+	// without the binder marking the content (finalizers removed by hand).
+	unauthorizedRecheck = 5 * time.Minute
+
+	defaultRetryStart = time.Second
+	defaultRetryMax   = 5 * time.Minute
+	defaultPrefix     = "snapshot"
+)
+
+// Config is what the CSI side's content loop needs; the command builds it
+// from its options.
+type Config struct {
+	// Driver is the connected CSI driver; only contents with its name are
+	// handled.
+	Driver csi.Driver
+	// Kube reads Secrets, only when a call needs them.
+	Kube kubernetes.Interface
+	// Snap reads a VolumeSnapshot live to decide whether an unmarked,
+	// deleted content is still bound.
+	Snap snapclient.Interface
+	// Writer performs every write.
+	Writer *writer.Writer
+	// ContentInformer and ClassInformer come from the snapshot informer
+	// factory; New requests them, so call New before the factory starts.
+	// With NodeName set, the factory should select contents by
+	// LabelManagedBy=NodeName (the loop filters them as well).
+	ContentInformer snapinformers.VolumeSnapshotContentInformer
+	ClassInformer   snapinformers.VolumeSnapshotClassInformer
+	// Recorder receives Warning events on the content.
+	Recorder record.EventRecorder
+
+	// SnapshotNamePrefix and SnapshotNameUUIDLength derive the CSI snapshot
+	// name (--snapshot-name-prefix, default "snapshot" when empty;
+	// --snapshot-name-uuid-length, -1 keeps the whole UID). They must be
+	// honoured exactly: another name re-creates in-flight snapshots.
+	SnapshotNamePrefix     string
+	SnapshotNameUUIDLength int
+	// ExtraCreateMetadata passes the snapshot and content names to the
+	// driver (--extra-create-metadata).
+	ExtraCreateMetadata bool
+	// Timeout bounds each CSI call (--timeout); zero leaves it to the
+	// driver client.
+	Timeout time.Duration
+	// NodeName, when set (--node-deployment), limits the loop to contents
+	// labelled LabelManagedBy=NodeName.
+	NodeName string
+	// Backoff is the retry backoff (--retry-interval-start/-max): of API
+	// errors, of failed CSI calls, and the cap of the readiness poll.
+	Backoff sync.Backoff
+	// ResyncPeriod, when positive, re-queues every handled content from the
+	// cache at that interval (--resync-period). Zero: events only.
+	ResyncPeriod time.Duration
+}
+
+// Controller is the CSI side's content loop.
+type Controller struct {
+	cfg      Config
+	driver   string
+	contents snaplisters.VolumeSnapshotContentLister
+	classes  snaplisters.VolumeSnapshotClassLister
+	synced   []cache.InformerSynced
+	loop     *sync.Loop
+	now      func() time.Time
+
+	polls   *delays // not-ready readiness polls
+	retries *delays // failed CSI calls outside deletion
+	seen    *staleCopies
+}
+
+// New builds the loop. It requests the content and class informers from
+// their factory, so call it before the factory starts; Run does the rest.
+func New(cfg Config) *Controller {
+	if cfg.SnapshotNamePrefix == "" {
+		cfg.SnapshotNamePrefix = defaultPrefix
+	}
+	if cfg.Backoff.Start <= 0 {
+		cfg.Backoff.Start = defaultRetryStart
+	}
+	if cfg.Backoff.Max <= 0 {
+		cfg.Backoff.Max = defaultRetryMax
+	}
+	contentInf := cfg.ContentInformer.Informer()
+	classInf := cfg.ClassInformer.Informer()
+	c := &Controller{
+		cfg:      cfg,
+		driver:   cfg.Driver.Name(),
+		contents: cfg.ContentInformer.Lister(),
+		classes:  cfg.ClassInformer.Lister(),
+		synced:   []cache.InformerSynced{contentInf.HasSynced, classInf.HasSynced},
+		now:      time.Now,
+		seen:     newStaleCopies(),
+	}
+	c.polls = newDelays(pollStart, cfg.Backoff.Max, c.clock)
+	c.retries = newDelays(cfg.Backoff.Start, cfg.Backoff.Max, c.clock)
+	c.loop = sync.NewLoop("csi-volumesnapshotcontents", cfg.Backoff, c.sync)
+	return c
+}
+
+// clock indirects c.now, so tests can move time after New.
+func (c *Controller) clock() time.Time { return c.now() }
+
+// Run registers the event handlers, waits for the caches and runs workers
+// until ctx ends. The informer factory must be started by the caller.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx).WithValues("controller", "csi-side", "driver", c.driver)
+	ctx = klog.NewContext(ctx, logger)
+	inf := c.cfg.ContentInformer.Informer()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onContent,
+		UpdateFunc: func(_, obj any) { c.onContent(obj) },
+		DeleteFunc: c.onContentDeleted,
+	})
+	if err != nil {
+		return fmt.Errorf("registering the content event handler: %w", err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+
+	logger.V(1).Info("Waiting for informer caches", "nodeName", c.cfg.NodeName)
+	if !cache.WaitForCacheSync(ctx.Done(), slices.Concat(c.synced, []cache.InformerSynced{reg.HasSynced})...) {
+		return fmt.Errorf("waiting for the content and class caches: %w", context.Cause(ctx))
+	}
+	if c.cfg.ResyncPeriod > 0 {
+		go wait.JitterUntilWithContext(ctx, c.resync, c.cfg.ResyncPeriod, 0.1, false)
+	}
+	c.loop.Run(ctx, max(workers, 1))
+	return nil
+}
+
+// onContent queues a content of ours. It runs in the informer's goroutine:
+// no blocking call here.
+func (c *Controller) onContent(obj any) {
+	content, ok := obj.(*snapv1.VolumeSnapshotContent)
+	if ok && c.handles(content) {
+		c.loop.Add(content.Name)
+	}
+}
+
+// onContentDeleted drops what the loop remembers about a content and queues
+// it once more, so a sync still running cannot leave state behind.
+func (c *Controller) onContentDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if content, ok := obj.(*snapv1.VolumeSnapshotContent); ok && c.handles(content) {
+		c.forget(content.Name)
+		c.loop.Add(content.Name)
+	}
+}
+
+// resync re-queues every content of ours from the cache.
+func (c *Controller) resync(ctx context.Context) {
+	all, err := c.contents.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing contents for the resync")
+		return
+	}
+	for _, content := range all {
+		c.onContent(content)
+	}
+}
+
+// handles reports whether this CSI side is responsible for content: its
+// driver, not a member of a group (the group's CSI call creates and deletes
+// those), and with --node-deployment labelled for this node.
+func (c *Controller) handles(content *snapv1.VolumeSnapshotContent) bool {
+	if content.Spec.Driver != c.driver {
+		return false
+	}
+	if _, member := content.Annotations[snapshot.AnnVolumeGroupSnapshotHandle]; member {
+		return false
+	}
+	return c.cfg.NodeName == "" || content.Labels[snapshot.LabelManagedBy] == c.cfg.NodeName
+}
+
+func (c *Controller) forget(name string) {
+	c.polls.forget(name)
+	c.retries.forget(name)
+	c.seen.forget(name)
+}
+
+// sync handles one content, read from the informer cache. NEVER modify that
+// copy: it is shared with every other reader of the cache.
+func (c *Controller) sync(ctx context.Context, name string) (sync.Result, error) {
+	content, err := c.contents.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.forget(name)
+		return sync.Result{}, nil
+	}
+	if err != nil {
+		return sync.Result{}, fmt.Errorf("reading content %s from the cache: %w", name, err)
+	}
+	if !c.handles(content) {
+		c.forget(name)
+		return sync.Result{}, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("content", name)
+	if c.seen.stale(name, content.ResourceVersion) {
+		logger.V(5).Info("Cached copy predates our last write; waiting for its event", "resourceVersion", content.ResourceVersion)
+		return sync.Result{RequeueAfter: staleRecheck}, nil
+	}
+	return c.dispatch(klog.NewContext(ctx, logger), content)
+}
+
+// dispatch picks the state function of a content.
+func (c *Controller) dispatch(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+	switch {
+	case snapshot.IsBeingDeleted(content):
+		return c.syncDeleting(ctx, content)
+	case isDynamic(content) && statusHandle(content) == "":
+		return c.syncCreating(ctx, content)
+	}
+	content, err := c.fixMetadata(ctx, content)
+	if err != nil {
+		return sync.Result{}, err
+	}
+	if isReady(content) {
+		c.polls.forget(content.Name)
+		c.retries.forget(content.Name)
+		return sync.Result{}, nil
+	}
+	return c.syncUnready(ctx, content)
+}

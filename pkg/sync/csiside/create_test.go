@@ -1,0 +1,289 @@
+package csiside
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"google.golang.org/grpc/codes"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+)
+
+func TestCreate(t *testing.T) {
+	inProgressMsg := "Failed to create snapshot: DeadlineExceeded: timed out"
+	runSyncCases(t, map[string]syncCase{
+		"a marked content is cut, its status stored in one patch, then the mark removed": {
+			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes, secrets: credsSecrets},
+			calls:          []call{createCall(goldRequest(testSecrets), snapOf("snap-id", true), nil)},
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a content of a community binder gets the mark and the finalizer before the call": {
+			setup: setup{contents: contents(newContent("c1", unmarked(), finalizers())), objects: classes},
+			calls: []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
+			// The mark is checked on the API server during the call below.
+			wantWrites:     []string{"patch", "patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a Retain content of a community binder gets the mark but no finalizer": {
+			setup:      setup{contents: contents(newContent("c1", unmarked(), finalizers(), retain())), objects: classes},
+			calls:      []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
+			wantWrites: []string{"patch", "patch status", "patch"},
+			wantStatus: ptr(cut("snap-id", true)),
+		},
+		"a snapshot cut but not ready yet is polled again after 100ms": {
+			setup:          setup{contents: contents(newContent("c1")), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", false), nil)},
+			wantRequeue:    pollStart,
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", false)),
+		},
+		"an error that may mean the driver is still cutting keeps the mark and shows the driver's message": {
+			setup:          setup{contents: contents(newContent("c1")), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{"Warning SnapshotCreationFailed " + inProgressMsg},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus(inProgressMsg)),
+		},
+		"a final error shows the driver's message, then clears the mark": {
+			setup:          setup{contents: contents(newContent("c1")), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.InvalidArgument, "volume vol-1 is a raw device"))},
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch status", "patch"},
+			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
+		},
+		"the same error again writes nothing and sends no event": {
+			setup:          setup{contents: contents(newContent("c1", withStatus(errorStatus(inProgressMsg)))), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
+			wantRequeue:    retryBackoff.Start,
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus(inProgressMsg)),
+		},
+		"an error without a gRPC status counts as possibly in progress": {
+			setup:          setup{contents: contents(newContent("c1")), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, errString("connection reset"))},
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: connection reset"},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus("Failed to create snapshot: connection reset")),
+		},
+		"success after an error clears status.error in the same patch": {
+			setup:          setup{contents: contents(newContent("c1", withStatus(errorStatus(inProgressMsg)))), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a content without a VolumeSnapshot UID waits and calls nothing": {
+			setup:          setup{contents: contents(newContent("c1", refTo("default", "snap-1", ""))), objects: classes},
+			wantMark:       true,
+			wantFinalizers: bound,
+		},
+		"a missing class is shown in status.error, the mark kept, nothing called": {
+			setup:          setup{contents: contents(newContent("c1"))},
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)),
+		},
+		"a missing secret is shown in status.error, nothing called": {
+			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes},
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)),
+		},
+		"extra metadata, the name prefix and a truncated UID reach the driver": {
+			setup: setup{contents: contents(newContent("c1")), objects: classes, config: func(c *Config) {
+				c.ExtraCreateMetadata = true
+				c.SnapshotNamePrefix = "snap"
+				c.SnapshotNameUUIDLength = 8
+			}},
+			calls: []call{createCall(csi.CreateRequest{
+				Name:           "snap-11111111",
+				SourceVolumeID: "vol-1",
+				Parameters: map[string]string{
+					"type":                         "fast",
+					snapshot.MetaSnapshotName:      "snap-1",
+					snapshot.MetaSnapshotNamespace: "default",
+					snapshot.MetaContentName:       "c1",
+				},
+			}, snapOf("snap-id", true), nil)},
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a content without a class is cut without parameters": {
+			setup: setup{contents: contents(newContent("c1", noClass()))},
+			calls: []call{createCall(csi.CreateRequest{Name: testCSIName, SourceVolumeID: "vol-1", Parameters: map[string]string{}},
+				snapOf("snap-id", true), nil)},
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a snapshot without size or time leaves them unset": {
+			setup:          setup{contents: contents(newContent("c1")), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), &csi.Snapshot{ID: "snap-id", ReadyToUse: true}, nil)},
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: bound,
+			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("snap-id"), ReadyToUse: ptr(true)},
+		},
+		"a ready content with a mark left over loses the mark and calls nothing": {
+			setup:          setup{contents: contents(newContent("c1", withStatus(cut("snap-id", true)))), objects: classes},
+			wantWrites:     []string{"patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a ready content costs nothing": {
+			setup:          setup{contents: contents(newContent("c1", unmarked(), withStatus(cut("snap-id", true)))), objects: classes},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+	})
+}
+
+func TestCreateMarksBeforeTheCall(t *testing.T) {
+	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), finalizers())), objects: classes})
+	c := createCall(goldRequest(nil), snapOf("snap-id", true), nil)
+	c.during = func() {
+		got := h.server("c1")
+		if !snapshot.HasAnnotation(got, snapshot.AnnBeingCreated, snapshot.ValueYes) || !snapshot.HasFinalizer(got, snapshot.FinalizerContentBound) {
+			t.Errorf("during CreateSnapshot the server holds annotations %v, finalizers %v; want the mark and the finalizer",
+				got.Annotations, got.Finalizers)
+		}
+		if statusHandle(got) != "" {
+			t.Errorf("handle stored before the call returned")
+		}
+	}
+	h.driver.script(c)
+	if _, err := h.sync("c1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPollUntilReady(t *testing.T) {
+	cases := map[string]struct {
+		caps csi.Capabilities
+		poll func(ready bool) call
+	}{
+		"without LIST_SNAPSHOTS the idempotent CreateSnapshot polls": {
+			caps: csi.Capabilities{CreateDeleteSnapshot: true},
+			poll: func(ready bool) call { return createCall(goldRequest(nil), snapOf("snap-id", ready), nil) },
+		},
+		"with LIST_SNAPSHOTS ListSnapshots polls with the class's list secret": {
+			caps: csi.Capabilities{CreateDeleteSnapshot: true, ListSnapshots: true},
+			poll: func(ready bool) call {
+				c := getCall("snap-id", snapOf("snap-id", ready), nil)
+				c.secrets = map[string]string{"list": "token"}
+				return c
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, setup{
+				contents: contents(newContent("c1")), objects: classes, caps: tc.caps,
+				secrets: objs(newSecret("secrets", "list-c1", map[string]string{"list": "token"})),
+			})
+			h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", false), nil))
+			res, err := h.sync("c1")
+			if err != nil || res.RequeueAfter != pollStart {
+				t.Fatalf("first sync: %v, %v; want a requeue after %v", res, err, pollStart)
+			}
+			h.writes()
+			h.refresh()
+
+			// An event before the delay is over calls nothing.
+			if res, _ := h.sync("c1"); res.RequeueAfter != pollStart {
+				t.Errorf("early sync requeues after %v, want the remaining %v", res.RequeueAfter, pollStart)
+			}
+			// The delay doubles up to the retry maximum.
+			want := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+				1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond, 8 * time.Second, 8 * time.Second}
+			wait := pollStart
+			for i, w := range want {
+				h.now = h.now.Add(wait)
+				h.driver.script(tc.poll(false))
+				res, err := h.sync("c1")
+				if err != nil || res.RequeueAfter != w {
+					t.Fatalf("poll %d: %v, %v; want a requeue after %v", i+1, res, err, w)
+				}
+				wait = w
+			}
+			if w := h.writes(); len(w) != 0 {
+				t.Errorf("unchanged polls wrote %v", w)
+			}
+			h.now = h.now.Add(wait)
+			h.driver.script(tc.poll(true))
+			if res, err := h.sync("c1"); err != nil || res.RequeueAfter != 0 {
+				t.Fatalf("last poll: %v, %v; want done", res, err)
+			}
+			if got := h.server("c1").Status; !*got.ReadyToUse || got.Error != nil {
+				t.Errorf("status after the ready poll: %+v", got)
+			}
+			if n := h.ctrl.polls.len(); n != 0 {
+				t.Errorf("%d poll states remain after ready", n)
+			}
+		})
+	}
+}
+
+func TestFinalErrorRetriesWithBackoffNotOnEvents(t *testing.T) {
+	h := newHarness(t, setup{contents: contents(newContent("c1")), objects: classes})
+	final := grpcErr(codes.InvalidArgument, "bad parameter")
+	h.driver.script(createCall(goldRequest(nil), nil, final))
+	if res, err := h.sync("c1"); err != nil || res.RequeueAfter != time.Second {
+		t.Fatalf("first attempt: %v, %v", res, err)
+	}
+	h.writes()
+	h.events()
+	h.refresh()
+	// The events of our own writes come back at once: no call, no write.
+	for range 3 {
+		if res, err := h.sync("c1"); err != nil || res.RequeueAfter != time.Second {
+			t.Fatalf("sync during backoff: %v, %v", res, err)
+		}
+	}
+	if w := h.writes(); len(w) != 0 {
+		t.Errorf("syncs during backoff wrote %v", w)
+	}
+	// After the delay, the create is tried again: mark, call, unmark.
+	h.now = h.now.Add(time.Second)
+	h.driver.script(createCall(goldRequest(nil), nil, final))
+	if res, err := h.sync("c1"); err != nil || res.RequeueAfter != 2*time.Second {
+		t.Fatalf("second attempt: %v, %v; want a requeue after 2s", res, err)
+	}
+	if got, want := h.writes(), []string{"patch", "patch"}; !slices.Equal(got, want) {
+		t.Errorf("second attempt wrote %v, want %v (status.error unchanged)", got, want)
+	}
+	if e := h.events(); len(e) != 0 {
+		t.Errorf("the same error again sent events %v", e)
+	}
+	if n := h.ctrl.retries.len(); n != 1 {
+		t.Errorf("%d retry states, want 1", n)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func contents(cs ...*snapv1.VolumeSnapshotContent) []*snapv1.VolumeSnapshotContent { return cs }

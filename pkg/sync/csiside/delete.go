@@ -1,0 +1,171 @@
+package csiside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"google.golang.org/grpc/codes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// syncDeleting handles a content that is being deleted and still holds our
+// finalizer. Retain: the finalizer goes, the backend snapshot stays. Delete:
+// once deletion is authorised, a create that may be in flight is finished
+// (to learn its handle), the backend snapshot is deleted, and only then the
+// finalizer goes. The backend never keeps a snapshot whose content is gone.
+func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+	logger := klog.FromContext(ctx)
+	c.polls.forget(content.Name)
+	c.retries.forget(content.Name)
+	if !snapshot.HasFinalizer(content, snapshot.FinalizerContentBound) {
+		return sync.Result{}, nil
+	}
+	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete {
+		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", knownHandle(content))
+		return sync.Result{}, c.release(ctx, content, false)
+	}
+	ok, why, err := c.mayDelete(ctx, content)
+	if err != nil {
+		return sync.Result{}, err
+	}
+	if !ok {
+		// The binder's being-deleted mark arrives as an event.
+		logger.V(2).Info("Content deleted while its VolumeSnapshot is bound and not being deleted: waiting for the being-deleted mark")
+		return sync.Result{RequeueAfter: wait.Jitter(unauthorizedRecheck, 0.2)}, nil
+	}
+	logger.V(4).Info("Backend snapshot may be deleted", "because", why)
+	handle := knownHandle(content)
+	if handle == "" && isDynamic(content) && isMarkedCreating(content) {
+		if handle, content, err = c.finishInFlight(ctx, content); err != nil {
+			return sync.Result{}, err
+		}
+	}
+	if handle != "" {
+		if err := c.deleteBackend(ctx, content, handle); err != nil {
+			return sync.Result{}, err
+		}
+	}
+	return sync.Result{}, c.release(ctx, content, true)
+}
+
+// mayDelete decides whether the backend snapshot of a deleted Delete content
+// may go. content must be the informer's copy, never one returned by our
+// own write: a patch that only looked applied is how the community sidecar
+// leaked (community #1446). Allowed when the API server holds the binder's
+// being-deleted mark, or when the content is not bound: no VolumeSnapshot
+// UID, or that VolumeSnapshot is gone or replaced. The VolumeSnapshot is
+// read live: the CSI side keeps no snapshot cache, and a stale one could
+// call a bound content unbound.
+func (c *Controller) mayDelete(ctx context.Context, content *snapv1.VolumeSnapshotContent) (bool, string, error) {
+	if snapshot.HasAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
+		return true, "the binder marked it being-deleted", nil
+	}
+	ref := content.Spec.VolumeSnapshotRef
+	if ref.UID == "" || ref.Name == "" {
+		return true, "it is not bound to a VolumeSnapshot", nil
+	}
+	vs, err := c.cfg.Snap.SnapshotV1().VolumeSnapshots(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, "its VolumeSnapshot is gone", nil
+	case err != nil:
+		return false, "", fmt.Errorf("reading VolumeSnapshot %s/%s: %w", ref.Namespace, ref.Name, err)
+	case vs.UID != ref.UID:
+		return true, "its VolumeSnapshot was replaced", nil
+	}
+	return false, "", nil
+}
+
+// finishInFlight calls the idempotent CreateSnapshot of a deleted content
+// whose create may be in flight, to learn the handle of what was (or is
+// being) cut, and stores it. A final error means nothing was cut and the
+// handle is "", except AlreadyExists: a snapshot of that name exists, and
+// walking away would leak it.
+func (c *Controller) finishInFlight(ctx context.Context, content *snapv1.VolumeSnapshotContent) (string, *snapv1.VolumeSnapshotContent, error) {
+	logger := klog.FromContext(ctx)
+	req, err := c.createRequest(ctx, content)
+	if errors.Is(err, errNoUID) {
+		// Without the UID there is no name, so nobody has called.
+		return "", content, nil
+	}
+	if err != nil {
+		return "", content, c.deleteFailed(ctx, content,
+			"Failed to finish the CreateSnapshot that may be in flight: "+err.Error(), err)
+	}
+	logger.V(2).Info("Finishing a CreateSnapshot that may be in flight before deleting", "name", req.Name)
+	snap, err := c.callCreate(ctx, req)
+	switch {
+	case err == nil:
+		content, err = c.storeCreated(ctx, content, snap)
+		return snap.ID, content, err
+	case csi.IsFinal(err) && csi.Code(err) != codes.AlreadyExists:
+		logger.V(2).Info("CreateSnapshot failed finally: nothing was cut", "err", err)
+		return "", content, nil
+	default:
+		return "", content, c.deleteFailed(ctx, content,
+			"Failed to finish the CreateSnapshot that may be in flight: "+csi.DriverMessage(err), err)
+	}
+}
+
+// deleteBackend calls DeleteSnapshot with the deletion secret; the driver
+// answers an unknown id with success.
+func (c *Controller) deleteBackend(ctx context.Context, content *snapv1.VolumeSnapshotContent, handle string) error {
+	secrets, err := c.deletionSecrets(ctx, content)
+	if err != nil {
+		return c.deleteFailed(ctx, content, "Failed to delete snapshot: "+err.Error(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Calling DeleteSnapshot", "handle", handle)
+	if err := c.callDelete(ctx, handle, secrets); err != nil {
+		return c.deleteFailed(ctx, content, "Failed to delete snapshot: "+csi.DriverMessage(err), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted the backend snapshot", "handle", handle)
+	return nil
+}
+
+// deleteFailed shows a failed deletion step in status.error (with a
+// SnapshotDeleteError event when the message is new) and returns the cause
+// for the loop to retry with backoff.
+func (c *Controller) deleteFailed(ctx context.Context, content *snapv1.VolumeSnapshotContent, msg string, cause error) error {
+	if _, err := c.setError(ctx, content, ReasonDeleteError, msg); err != nil {
+		return err
+	}
+	return fmt.Errorf("deleting the backend snapshot of content %s: %w", content.Name, cause)
+}
+
+// release removes our finalizer. After a deletion (deleted), the
+// being-created mark goes with it, and when other finalizers keep the
+// object alive the handle of the deleted snapshot is cleared first, so that
+// nothing reads a handle that no longer exists from the lingering object.
+func (c *Controller) release(ctx context.Context, content *snapv1.VolumeSnapshotContent, deleted bool) error {
+	if deleted && len(content.Finalizers) > 1 && statusHandle(content) != "" {
+		var err error
+		content, err = c.patchStatus(ctx, content, map[string]any{"snapshotHandle": nil})
+		if err != nil {
+			return ignoreNotFound(err)
+		}
+	}
+	p := &writer.Patch{}
+	p.Meta.RemoveFinalizers(content, snapshot.FinalizerContentBound)
+	if deleted {
+		p.Meta.RemoveAnnotation(content, snapshot.AnnBeingCreated)
+	}
+	_, err := c.patchMeta(ctx, content, p)
+	return ignoreNotFound(err)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,234 @@
+package csiside
+
+import (
+	"errors"
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"google.golang.org/grpc/codes"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+)
+
+func TestDelete(t *testing.T) {
+	ready := withStatus(cut("snap-id", true))
+	boundSnapshot := objs(newSnapshot("default", "snap-1", testUID))
+	inFlightMsg := "Failed to finish the CreateSnapshot that may be in flight: Unavailable: driver restarting"
+	runSyncCases(t, map[string]syncCase{
+		"a content marked being-deleted has its snapshot deleted with the secret, then its finalizer removed": {
+			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, withSecret(), markedDeleted())), secrets: credsSecrets},
+			calls:      []call{deleteCall("snap-id", testSecrets, nil)},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"a bound content deleted without the mark calls nothing and waits for the mark": {
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted())), objects: boundSnapshot},
+			wantRequeue:    unauthorizedRecheck,
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"an unbound pre-provisioned content deleted at once (Velero) has its snapshot deleted": {
+			setup: setup{contents: contents(newContent("c1", preProvisioned("backend-1"),
+				refTo("velero", "velero-snap", ""), beingDeleted()))},
+			calls:      []call{deleteCall("backend-1", nil, nil)},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"a content whose VolumeSnapshot is gone has its snapshot deleted": {
+			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted()))},
+			calls:      []call{deleteCall("snap-id", nil, nil)},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"a content whose VolumeSnapshot was replaced by a namesake has its snapshot deleted": {
+			setup: setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted())),
+				objects: objs(newSnapshot("default", "snap-1", "another-uid"))},
+			calls:      []call{deleteCall("snap-id", nil, nil)},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"a create that may be in flight is finished, its handle stored, then deleted": {
+			setup: setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
+			calls: []call{
+				createCall(goldRequest(nil), snapOf("snap-id", false), nil),
+				deleteCall("snap-id", nil, nil),
+			},
+			wantWrites: []string{"patch status", "patch", "patch"},
+			wantGone:   true,
+		},
+		"a create in flight that fails finally cut nothing: only the finalizer goes": {
+			setup:      setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
+			calls:      []call{createCall(goldRequest(nil), nil, grpcErr(codes.NotFound, "volume vol-1 not found"))},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"a create in flight that may still be running keeps the content and shows why": {
+			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Unavailable, "driver restarting"))},
+			wantErr:        true,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{"Warning SnapshotDeleteError " + inFlightMsg},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus(inFlightMsg)),
+		},
+		"AlreadyExists while finishing a create keeps the content: a snapshot of that name exists": {
+			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.AlreadyExists, "other parameters"))},
+			wantErr:        true,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{"Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters"},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")),
+		},
+		"a create in flight whose class is gone keeps the content rather than guess": {
+			setup:          setup{contents: contents(newContent("c1", markedDeleted()))},
+			wantErr:        true,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{`Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(errorStatus(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)),
+		},
+		"a dynamic content never called (no mark, no handle) is released without a call": {
+			setup:      setup{contents: contents(newContent("c1", unmarked(), markedDeleted()))},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"Retain only removes the finalizer, even while bound": {
+			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, retain(), beingDeleted())), objects: boundSnapshot},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
+		},
+		"a failed DeleteSnapshot keeps the finalizer and shows the driver's message": {
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted()))},
+			calls:          []call{deleteCall("snap-id", nil, grpcErr(codes.FailedPrecondition, "snapshot has clones"))},
+			wantErr:        true,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{"Warning SnapshotDeleteError Failed to delete snapshot: FailedPrecondition: snapshot has clones"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(withError(cut("snap-id", true), "Failed to delete snapshot: FailedPrecondition: snapshot has clones")),
+		},
+		"a missing deletion secret keeps the finalizer and shows why": {
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, withSecret(), markedDeleted()))},
+			wantErr:        true,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{`Warning SnapshotDeleteError Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`},
+			wantFinalizers: bound,
+			wantStatus:     ptr(withError(cut("snap-id", true), `Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)),
+		},
+		"other finalizers keep the object: the deleted handle is cleared before our finalizer goes": {
+			setup: setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted(),
+				finalizers(snapshot.FinalizerContentBound, veleroFinal)))},
+			calls:          []call{deleteCall("snap-id", nil, nil)},
+			wantWrites:     []string{"patch status", "patch"},
+			wantFinalizers: []string{veleroFinal},
+			wantStatus: &snapv1.VolumeSnapshotContentStatus{
+				CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(1 << 30)), ReadyToUse: ptr(true),
+			},
+		},
+		"a deleted content without our finalizer is left alone": {
+			setup: setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted(),
+				finalizers(veleroFinal)))},
+			wantFinalizers: []string{veleroFinal},
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"an unreadable VolumeSnapshot is an error, never a permission to delete": {
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted())), objects: boundSnapshot},
+			inject:         []injection{{verb: "get", resource: "volumesnapshots", err: apierrors.NewTooManyRequests("throttled", 1), times: 1}},
+			wantErr:        true,
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+		"a conflict when removing the finalizer is retried (DeleteSnapshot is idempotent)": {
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted()))},
+			calls:          []call{deleteCall("snap-id", nil, nil)},
+			inject:         []injection{{verb: "patch", resource: "volumesnapshotcontents", err: conflict(), times: 1}},
+			wantErr:        true,
+			wantWrites:     []string{"patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr(cut("snap-id", true)),
+		},
+	})
+}
+
+// TestDeleteTrustsOnlyTheInformer: the binder's mark counts once the watch
+// delivered it, never earlier (community #1446).
+func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
+	h := newHarness(t, setup{
+		contents: contents(newContent("c1", unmarked(), withStatus(cut("snap-id", true)), beingDeleted())),
+		objects:  objs(newSnapshot("default", "snap-1", testUID)),
+	})
+	// The binder marks the content; the watch has not delivered it yet.
+	p := []byte(`{"metadata":{"annotations":{"` + snapshot.AnnBeingDeleted + `":"yes"}}}`)
+	if _, err := h.api.snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", "application/merge-patch+json", p, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.sync("c1"); err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("sync before the event: %v, %v; want a wait", res, err)
+	}
+	h.refresh()
+	h.driver.script(deleteCall("snap-id", nil, nil))
+	if _, err := h.sync("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.server("c1") != nil {
+		t.Error("content still exists after the marked deletion")
+	}
+}
+
+// TestDeleteAfterRetries: a DeleteSnapshot that failed is called again on
+// the next sync, and success then releases the content.
+func TestDeleteAfterRetries(t *testing.T) {
+	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), withStatus(cut("snap-id", true)), markedDeleted()))})
+	h.driver.script(deleteCall("snap-id", nil, grpcErr(codes.DeadlineExceeded, "slow backend")))
+	if _, err := h.sync("c1"); err == nil {
+		t.Fatal("want an error from the failed DeleteSnapshot")
+	}
+	h.refresh()
+	h.driver.script(deleteCall("snap-id", nil, grpcErr(codes.DeadlineExceeded, "slow backend")))
+	if _, err := h.sync("c1"); err == nil {
+		t.Fatal("want an error from the failed DeleteSnapshot")
+	}
+	if got := len(h.events()); got != 1 {
+		t.Errorf("%d events for the same failure twice, want 1", got)
+	}
+	h.refresh()
+	h.driver.script(deleteCall("snap-id", nil, nil))
+	if _, err := h.sync("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.server("c1") != nil {
+		t.Error("content still exists")
+	}
+}
+
+// TestDeleteWhileCreateInFlightAfterStatusFailure: the create finished
+// during a deletion but storing its handle failed; the next sync finishes
+// it again (idempotent) and deletes what was cut. Nothing leaks.
+func TestDeleteWhileCreateInFlightAfterStatusFailure(t *testing.T) {
+	h := newHarness(t, setup{contents: contents(newContent("c1", markedDeleted())), objects: classes})
+	h.api.failNext("patch", "volumesnapshotcontents", "status", apierrors.NewServiceUnavailable("etcd"), 1)
+	h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil))
+	if _, err := h.sync("c1"); err == nil {
+		t.Fatal("want the status write's error")
+	}
+	if got := h.server("c1"); !snapshot.HasAnnotation(got, snapshot.AnnBeingCreated, snapshot.ValueYes) {
+		t.Fatal("the mark went although the handle was not stored")
+	}
+	h.refresh()
+	h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil), deleteCall("snap-id", nil, nil))
+	if _, err := h.sync("c1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.server("c1") != nil {
+		t.Error("content still exists")
+	}
+}
+
+func conflict() error {
+	return apierrors.NewConflict(contentsGVR.GroupResource(), "c1", errors.New("the object has been modified"))
+}

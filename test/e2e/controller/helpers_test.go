@@ -1,0 +1,197 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+func ptr[T any](v T) *T { return &v }
+
+// setup is one test's world: a driver with a unique name, a class for it,
+// and a controller running both components.
+type setup struct {
+	env   *framework.Env
+	ns    string
+	drv   *framework.CSIDriver
+	ctrl  *framework.Component
+	class string
+	args  []string
+}
+
+type setupOpts struct {
+	faults       []framework.FaultRule
+	policy       snapv1.DeletionPolicy
+	defaultClass bool
+	noController bool
+	extraArgs    []string
+	classParams  map[string]string
+}
+
+func newSetup(t *testing.T, o setupOpts) *setup {
+	t.Helper()
+	env := framework.Shared(t)
+	s := &setup{env: env, ns: env.Namespace(t)}
+	name := fmt.Sprintf("e2e-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
+	s.drv = env.StartCSIDriver(t, framework.CSIDriverOptions{Name: name, Faults: o.faults})
+	if o.policy == "" {
+		o.policy = snapv1.VolumeSnapshotContentDelete
+	}
+	s.class = "class-" + s.ns
+	class := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: s.class}, Driver: name,
+		DeletionPolicy: o.policy, Parameters: o.classParams}
+	if o.defaultClass {
+		class.Annotations = map[string]string{snapshot.AnnDefaultClass: "true"}
+	}
+	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.args = append([]string{"--components=binder,csi", "--csi-address=" + s.drv.Socket, "-v=2"}, o.extraArgs...)
+	if !o.noController {
+		s.ctrl = env.StartController(t, s.args...)
+	}
+	return s
+}
+
+func (s *setup) pvc(t *testing.T, name string) {
+	t.Helper()
+	s.env.CreateBoundPVC(t, s.ns, name, framework.PVCOptions{Driver: s.drv.Name})
+}
+
+func (s *setup) snapshot(t *testing.T, name, pvc string, class *string) *snapv1.VolumeSnapshot {
+	t.Helper()
+	vs := &snapv1.VolumeSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc},
+			VolumeSnapshotClassName: class},
+	}
+	out, err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Create(context.Background(), vs, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (s *setup) get(t *testing.T, name string) *snapv1.VolumeSnapshot {
+	t.Helper()
+	vs, err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func (s *setup) waitReady(t *testing.T, name string, timeout time.Duration) *snapv1.VolumeSnapshot {
+	t.Helper()
+	var vs *snapv1.VolumeSnapshot
+	framework.Eventually(t, timeout, "snapshot "+name+" ready", func() (bool, error) {
+		var err error
+		vs, err = s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse, fmt.Errorf("status %+v", vs.Status)
+	})
+	return vs
+}
+
+func (s *setup) waitError(t *testing.T, name, substr string) *snapv1.VolumeSnapshot {
+	t.Helper()
+	var vs *snapv1.VolumeSnapshot
+	framework.Eventually(t, 30*time.Second, "snapshot "+name+" error "+substr, func() (bool, error) {
+		var err error
+		vs, err = s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if vs.Status == nil || vs.Status.Error == nil || vs.Status.Error.Message == nil {
+			return false, fmt.Errorf("status %+v", vs.Status)
+		}
+		msg := *vs.Status.Error.Message
+		return containsFold(msg, substr), fmt.Errorf("error %q", msg)
+	})
+	return vs
+}
+
+func (s *setup) deleteSnapshot(t *testing.T, name string) {
+	t.Helper()
+	if err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *setup) waitGone(t *testing.T, what string, get func() error) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, what+" gone", func() (bool, error) {
+		err := get()
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+func (s *setup) waitSnapshotGone(t *testing.T, name string) {
+	s.waitGone(t, "snapshot "+name, func() error {
+		_, err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
+		return err
+	})
+}
+
+func (s *setup) waitContentGone(t *testing.T, name string) {
+	s.waitGone(t, "content "+name, func() error {
+		_, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), name, metav1.GetOptions{})
+		return err
+	})
+}
+
+// backendMatchesContents asserts the driver holds exactly the snapshots
+// that contents of this driver name: no leak, no duplicate.
+func (s *setup) backendMatchesContents(t *testing.T) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, "backend == contents", func() (bool, error) {
+		ctx := context.Background()
+		backend, err := s.drv.Snapshots(ctx)
+		if err != nil {
+			return false, err
+		}
+		var have []string
+		for _, b := range backend {
+			have = append(have, b.ID)
+		}
+		list, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var want []string
+		for _, c := range list.Items {
+			if c.Spec.Driver != s.drv.Name {
+				continue
+			}
+			switch {
+			case c.Status != nil && c.Status.SnapshotHandle != nil:
+				want = append(want, *c.Status.SnapshotHandle)
+			case c.Spec.Source.SnapshotHandle != nil:
+				want = append(want, *c.Spec.Source.SnapshotHandle)
+			}
+		}
+		sort.Strings(have)
+		sort.Strings(want)
+		return slices.Equal(have, want), fmt.Errorf("backend %v, contents %v", have, want)
+	})
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
+	s := newSetup(t, setupOpts{defaultClass: true})
+	ctx := context.Background()
+	s.pvc(t, "data")
+	vs := s.snapshot(t, "snap", "data", nil)
+	got := s.waitReady(t, "snap", 30*time.Second)
+	contentName := snapshot.ContentNameFor(vs.UID)
+	switch {
+	case got.Spec.VolumeSnapshotClassName == nil || *got.Spec.VolumeSnapshotClassName != s.class:
+		t.Errorf("default class not recorded: %v", got.Spec.VolumeSnapshotClassName)
+	case *got.Status.BoundVolumeSnapshotContentName != contentName:
+		t.Errorf("bound to %q, want %q", *got.Status.BoundVolumeSnapshotContentName, contentName)
+	case got.Status.CreationTime == nil:
+		t.Error("no creationTime")
+	}
+	content, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snapshot.HasAnnotation(content, snapshot.AnnBeingCreated, snapshot.ValueYes) {
+		t.Error("content still marked being-created")
+	}
+	// The claim is released once the cut is done.
+	framework.Eventually(t, 10*time.Second, "claim finalizer released", func() (bool, error) {
+		pvc, err := s.env.Kube.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, "data", metav1.GetOptions{})
+		return err == nil && !snapshot.HasFinalizer(pvc, snapshot.FinalizerPVCAsSource), err
+	})
+	s.backendMatchesContents(t)
+
+	s.deleteSnapshot(t, "snap")
+	s.waitSnapshotGone(t, "snap")
+	s.waitContentGone(t, contentName)
+	s.backendMatchesContents(t)
+	if backend, _ := s.drv.Snapshots(ctx); len(backend) != 0 {
+		t.Fatalf("driver still holds %+v", backend)
+	}
+}
+
+func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
+	s := newSetup(t, setupOpts{policy: snapv1.VolumeSnapshotContentRetain})
+	ctx := context.Background()
+	s.pvc(t, "data")
+	vs := s.snapshot(t, "snap", "data", &s.class)
+	s.waitReady(t, "snap", 30*time.Second)
+	s.deleteSnapshot(t, "snap")
+	s.waitSnapshotGone(t, "snap")
+	content, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Retain content gone: %v", err)
+	}
+	if !snapshot.HasAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
+		t.Error("Retain content lacks the being-deleted mark")
+	}
+	if backend, _ := s.drv.Snapshots(ctx); len(backend) != 1 {
+		t.Fatalf("backend holds %d snapshots, want the retained one", len(backend))
+	}
+	s.backendMatchesContents(t)
+}
