@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/logging"
+	"github.com/snapkeeper/snapkeeper/pkg/validation"
+)
+
+// Options is everything the command line sets. Flags fill it, Validate
+// checks it before anything starts, and run reads only from it.
+type Options struct {
+	Kubeconfig   string
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+
+	TLSCertFile      string
+	TLSKeyFile       string
+	CertPollInterval time.Duration
+	BindAddress      string
+	Port             int
+	MaxRequestBytes  int64
+
+	StrictPopulators              bool
+	AllowCrossNamespaceDataSource bool
+
+	LoggingFormat string
+	ShowVersion   bool
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		KubeAPIQPS:       20,
+		KubeAPIBurst:     40,
+		CertPollInterval: admission.DefaultCertPollInterval,
+		BindAddress:      "0.0.0.0",
+		Port:             9443,
+		MaxRequestBytes:  admission.DefaultMaxRequestBytes,
+		LoggingFormat:    "text",
+	}
+}
+
+// AddFlags binds the options to fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty means the in-cluster configuration.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server (informer lists and fresh reads of classes).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "PEM serving certificate (with intermediates). Re-read when it changes.")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "PEM private key of --tls-cert-file. Re-read when it changes.")
+	fs.DurationVar(&o.CertPollInterval, "tls-reload-interval", o.CertPollInterval, "How often the certificate files are checked for changes.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS on.")
+	fs.IntVar(&o.Port, "port", o.Port, "Port to serve HTTPS on: the validating endpoints, /healthz, /readyz and /metrics.")
+	fs.Int64Var(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "Largest AdmissionReview body accepted; larger ones get 413.")
+	fs.BoolVar(&o.StrictPopulators, "strict-populators", o.StrictPopulators,
+		"Deny claims whose data source kind no VolumePopulator registers (default: warn, since registration is optional).")
+	fs.BoolVar(&o.AllowCrossNamespaceDataSource, "allow-cross-namespace-data-source", o.AllowCrossNamespaceDataSource,
+		"Admit claims whose dataSourceRef names another namespace (needs the CrossNamespaceVolumeDataSource feature and a ReferenceGrant).")
+	fs.StringVar(&o.LoggingFormat, "logging-format", o.LoggingFormat, `Log format: "text" or "json".`)
+	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
+	logging.AddFlags(fs)
+}
+
+// Validate reports every problem of the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.ShowVersion {
+		return nil
+	}
+	if o.TLSCertFile == "" || o.TLSKeyFile == "" {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file are required: the API server only calls webhooks over TLS"))
+	}
+	if o.Port < 1 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d is not a TCP port", o.Port))
+	}
+	if o.BindAddress != "" && net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if o.CertPollInterval <= 0 {
+		errs = append(errs, errors.New("--tls-reload-interval must be positive"))
+	}
+	if o.MaxRequestBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("--max-request-bytes %d is below 1 MiB: ordinary reviews would be refused", o.MaxRequestBytes))
+	}
+	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
+		errs = append(errs, fmt.Errorf("--logging-format %q: want \"text\" or \"json\"", o.LoggingFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidationOptions are the policy switches for pkg/validation.
+func (o *Options) ValidationOptions() validation.Options {
+	return validation.Options{
+		StrictPopulators:              o.StrictPopulators,
+		AllowCrossNamespaceDataSource: o.AllowCrossNamespaceDataSource,
+	}
+}
+
+// Address is where to listen.
+func (o *Options) Address() string {
+	return net.JoinHostPort(o.BindAddress, fmt.Sprint(o.Port))
+}

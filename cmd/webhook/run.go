@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/version"
+)
+
+// run wires the webhook together and serves until ctx ends.
+func run(ctx context.Context, o *Options) error {
+	log := klog.FromContext(ctx)
+	log.Info("Starting snapkeeper-webhook", "version", version.Version, "address", o.Address(),
+		"strictPopulators", o.StrictPopulators, "allowCrossNamespaceDataSource", o.AllowCrossNamespaceDataSource)
+
+	cfg, err := restConfig(o)
+	if err != nil {
+		return err
+	}
+	snapClient, err := snapclientset.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("snapshot client: %w", err)
+	}
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	dynClient, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+
+	// No resync: the webhook only reads the caches, it never reconciles.
+	snapFactory := snapinformers.NewSharedInformerFactory(snapClient, 0)
+	coreFactory := informers.NewSharedInformerFactory(kubeClient, 0)
+	lookup := admission.NewClusterLookup(snapFactory, coreFactory, snapClient, admission.NewPopulatorCache(dynClient, 0))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := admission.NewMetrics(reg)
+
+	certs := admission.NewCertReloader(o.TLSCertFile, o.TLSKeyFile, o.CertPollInterval, metrics)
+	if err := certs.Load(); err != nil {
+		// cert-manager may not have issued the certificate yet: keep
+		// polling, and stay unready until it appears.
+		log.Error(err, "Serving certificate not loaded yet; /readyz fails until it is")
+	}
+	go certs.Run(ctx)
+
+	snapFactory.Start(ctx.Done())
+	coreFactory.Start(ctx.Done())
+	defer snapFactory.Shutdown()
+	defer coreFactory.Shutdown()
+
+	handler := admission.NewHandler(lookup.ForRequest, o.ValidationOptions(), o.MaxRequestBytes, metrics)
+	router := admission.NewRouter(handler, reg, map[string]admission.ReadyCheck{
+		"certificate": certs.Ready,
+		"informers":   lookup.Synced,
+	})
+	ln, err := net.Listen("tcp", o.Address())
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.Address(), err)
+	}
+	srv := admission.NewServer(router, certs)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	log.Info("Serving", "address", ln.Addr().String())
+	return admission.Serve(ctx, srv, ln)
+}
+
+func restConfig(o *Options) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %q: %w", o.Kubeconfig, err)
+	}
+	cfg.QPS = float32(o.KubeAPIQPS)
+	cfg.Burst = o.KubeAPIBurst
+	cfg.UserAgent = "snapkeeper-webhook/" + version.Version
+	return cfg, nil
+}

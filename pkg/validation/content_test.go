@@ -1,0 +1,132 @@
+package validation
+
+import (
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	. "github.com/snapkeeper/snapkeeper/pkg/validation/validationtest"
+)
+
+func TestContent(t *testing.T) {
+	pre := func(opts ...Opt) *snapv1.VolumeSnapshotContent {
+		return NewContent("c1", append([]Opt{WithSnapshotHandle("h1"), BoundTo("ns", "s1", "")}, opts...)...)
+	}
+	dyn := func(opts ...Opt) *snapv1.VolumeSnapshotContent {
+		return NewContent("c1", append([]Opt{WithVolumeHandle("vol-1"), BoundTo("ns", "s1", "uid-1")}, opts...)...)
+	}
+	tests := map[string]struct {
+		obj, old *snapv1.VolumeSnapshotContent
+		wantErr  string
+	}{
+		"a pre-provisioned content is admitted": {
+			obj: pre(),
+		},
+		"a dynamic content is admitted": {
+			obj: dyn(WithSourceMode(corev1.PersistentVolumeBlock)),
+		},
+		"both handles are denied": {
+			obj:     pre(WithVolumeHandle("vol-1")),
+			wantErr: `VolumeSnapshotContent "c1" sets both spec.source.volumeHandle and spec.source.snapshotHandle`,
+		},
+		"no handle is denied": {
+			obj:     NewContent("c1", BoundTo("ns", "s1", "")),
+			wantErr: `VolumeSnapshotContent "c1" has no source`,
+		},
+		"an empty snapshot handle is denied": {
+			obj:     NewContent("c1", WithSnapshotHandle(""), BoundTo("ns", "s1", "")),
+			wantErr: "has an empty spec.source.snapshotHandle",
+		},
+		"a missing snapshot reference is denied": {
+			obj:     NewContent("c1", WithSnapshotHandle("h1")),
+			wantErr: "must name its VolumeSnapshot: set spec.volumeSnapshotRef.name",
+		},
+		"a reference without namespace is denied": {
+			obj:     NewContent("c1", WithSnapshotHandle("h1"), BoundTo("", "s1", "")),
+			wantErr: "set spec.volumeSnapshotRef.namespace",
+		},
+		"an invalid driver is denied": {
+			obj:     pre(WithDriver("-bad")),
+			wantErr: `has an invalid spec.driver "-bad"`,
+		},
+		"an unknown source volume mode is denied": {
+			obj:     pre(WithSourceMode("Raw")),
+			wantErr: `has spec.sourceVolumeMode "Raw"`,
+		},
+		"changing the volume handle is denied": {
+			obj:     dyn(),
+			old:     NewContent("c1", WithVolumeHandle("vol-0"), BoundTo("ns", "s1", "uid-1")),
+			wantErr: `cannot change spec.source.volumeHandle from "vol-0" to "vol-1"`,
+		},
+		"swapping the volume handle for a snapshot handle is denied": {
+			obj:     NewContent("c1", WithSnapshotHandle("h1"), BoundTo("ns", "s1", "uid-1")),
+			old:     dyn(),
+			wantErr: `cannot remove spec.source.volumeHandle (it was "vol-1")`,
+		},
+		"changing the source volume mode is denied": {
+			obj:     dyn(WithSourceMode(corev1.PersistentVolumeBlock)),
+			old:     dyn(WithSourceMode(corev1.PersistentVolumeFilesystem)),
+			wantErr: `cannot change spec.sourceVolumeMode from "Filesystem" to "Block"`,
+		},
+		"setting the source volume mode once is admitted": {
+			obj: dyn(WithSourceMode(corev1.PersistentVolumeBlock)),
+			old: dyn(),
+		},
+		"changing the driver is denied": {
+			obj:     pre(WithDriver(ebs)),
+			old:     pre(),
+			wantErr: `cannot change spec.driver from "hostpath.csi.k8s.io" to "ebs.csi.aws.com"`,
+		},
+		"renaming the referenced snapshot is denied": {
+			obj:     NewContent("c1", WithSnapshotHandle("h1"), BoundTo("ns", "s2", "")),
+			old:     pre(),
+			wantErr: `cannot move spec.volumeSnapshotRef from "ns/s1" to "ns/s2"`,
+		},
+		"moving the reference to another namespace is denied": {
+			obj:     NewContent("c1", WithSnapshotHandle("h1"), BoundTo("other", "s1", "")),
+			old:     pre(),
+			wantErr: `to "other/s1"`,
+		},
+		"setting the uid once is admitted": {
+			obj: NewContent("c1", WithSnapshotHandle("h1"), BoundTo("ns", "s1", "uid-1")),
+			old: pre(),
+		},
+		"clearing the uid to repair a misbound content is admitted": {
+			obj: NewContent("c1", WithVolumeHandle("vol-1"), BoundTo("ns", "s1", "")),
+			old: dyn(),
+		},
+		"replacing the uid is denied": {
+			obj:     NewContent("c1", WithVolumeHandle("vol-1"), BoundTo("ns", "s1", "uid-2")),
+			old:     dyn(),
+			wantErr: `cannot change spec.volumeSnapshotRef.uid from "uid-1" to "uid-2"`,
+		},
+		"changing the deletion policy is admitted": {
+			obj: dyn(WithPolicy(snapv1.VolumeSnapshotContentRetain)),
+			old: dyn(),
+		},
+		"annotations and finalizers change freely": {
+			obj: dyn(WithAnnotation(snapshot.AnnBeingDeleted, "yes"), WithLabel("a", "b")),
+			old: dyn(),
+		},
+		"a content being deleted is admitted whatever it changes": {
+			obj: NewContent("c1", WithVolumeHandle("vol-9"), BoundTo("x", "y", "uid-9"), Deleting()),
+			old: dyn(Deleting()),
+		},
+		"a legacy content without namespace can change its policy": {
+			obj: NewContent("c1", WithSnapshotHandle("h1"), BoundTo("", "s1", ""), WithPolicy(snapv1.VolumeSnapshotContentRetain)),
+			old: NewContent("c1", WithSnapshotHandle("h1"), BoundTo("", "s1", "")),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			op := Create
+			if tc.old != nil {
+				op = Update
+			}
+			errs, warnings := Validator{Lookup: &StaticLookup{}}.Content(op, tc.obj, tc.old)
+			expect(t, errs, warnings, tc.wantErr, "")
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package validation
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	. "github.com/snapkeeper/snapkeeper/pkg/validation/validationtest"
+)
+
+// fuzzKinds maps the kind argument of FuzzValidate to a fresh object.
+var fuzzKinds = map[string]func() any{
+	"VolumeSnapshotClass":   func() any { return &snapv1.VolumeSnapshotClass{} },
+	"VolumeSnapshot":        func() any { return &snapv1.VolumeSnapshot{} },
+	"VolumeSnapshotContent": func() any { return &snapv1.VolumeSnapshotContent{} },
+	"PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
+}
+
+// FuzzValidate feeds arbitrary objects (and old objects) of each kind to
+// the rules. They must not panic, and every denial must be a sentence that
+// names the object, since that is what a user sees. The seed corpus under
+// testdata/fuzz holds the manifest cases of test/testdata.
+func FuzzValidate(f *testing.F) {
+	f.Add("VolumeSnapshotClass", []byte(`{"metadata":{"name":"fast","annotations":{"snapshot.storage.kubernetes.io/is-default-class":"true"}},"driver":"hostpath.csi.k8s.io","deletionPolicy":"Delete","parameters":{"csi.storage.k8s.io/snapshotter-secret-name":"${volumesnapshot.name}"}}`), []byte(nil))
+	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"volumeMode":"Block","resources":{"requests":{"storage":"1Gi"}},"dataSource":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"ready"}}}`), []byte(nil))
+	world := &StaticLookup{}
+	if err := world.Add(
+		NewClass("standard", AsDefault()),
+		NewSnapshot("ns", "ready", FromContent("c1"), Ready("2Gi", "c1")),
+		NewContent("c1", WithSnapshotHandle("h"), BoundTo("ns", "ready", ""), WithSourceMode(corev1.PersistentVolumeFilesystem)),
+		NewPVC("ns", "data", BoundToPV("pv1")),
+		NewPV("pv1", DefaultDriver),
+		schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "VolumeImportSource"},
+	); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, kind string, objJSON, oldJSON []byte) {
+		newObj, ok := fuzzKinds[kind]
+		if !ok {
+			return
+		}
+		obj, old := newObj(), newObj()
+		if json.Unmarshal(objJSON, obj) != nil {
+			return
+		}
+		op := Update
+		if len(oldJSON) == 0 || json.Unmarshal(oldJSON, old) != nil {
+			op, old = Create, nil
+		}
+		for _, opts := range []Options{{}, {StrictPopulators: true, AllowCrossNamespaceDataSource: true}} {
+			errs, _, err := Validator{Lookup: world, Options: opts}.Validate(op, obj, old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range errs {
+				if e.Field == "" || !strings.HasPrefix(e.Detail, kind+" ") {
+					t.Errorf("denial without field or object name: field %q, detail %q", e.Field, e.Detail)
+				}
+			}
+		}
+	})
+}

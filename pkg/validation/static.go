@@ -1,0 +1,142 @@
+package validation
+
+import (
+	"fmt"
+	"slices"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// StaticLookup is a Lookup over a fixed set of objects: for tests and for
+// validating a directory of manifests offline. Its fresh and cached views
+// are the same. The zero value is empty and usable.
+type StaticLookup struct {
+	Classes    []*snapv1.VolumeSnapshotClass
+	Snapshots  []*snapv1.VolumeSnapshot
+	Contents   []*snapv1.VolumeSnapshotContent
+	PVCs       []*corev1.PersistentVolumeClaim
+	PVs        []*corev1.PersistentVolume
+	Populators []schema.GroupKind
+	// Err, when set, is returned by every method: to test how rules react
+	// to a failing cache or API server.
+	Err error
+	// FreshErr, when set, is returned by ListClassesFresh only.
+	FreshErr error
+	// FreshClasses, when not nil, is what ListClassesFresh returns instead
+	// of Classes: the API server knows a class the cache has not seen yet.
+	FreshClasses []*snapv1.VolumeSnapshotClass
+}
+
+var _ Lookup = (*StaticLookup)(nil)
+
+// Add stores objects of the kinds a Lookup serves, replacing any object of
+// the same kind, namespace and name. Other types are an error so a typo in a
+// test fixture does not silently drop a prerequisite.
+func (s *StaticLookup) Add(objs ...any) error {
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *snapv1.VolumeSnapshotClass:
+			s.Classes = replace(s.Classes, o, func(c *snapv1.VolumeSnapshotClass) bool { return c.Name == o.Name })
+		case *snapv1.VolumeSnapshot:
+			s.Snapshots = replace(s.Snapshots, o, func(c *snapv1.VolumeSnapshot) bool {
+				return c.Namespace == o.Namespace && c.Name == o.Name
+			})
+		case *snapv1.VolumeSnapshotContent:
+			s.Contents = replace(s.Contents, o, func(c *snapv1.VolumeSnapshotContent) bool { return c.Name == o.Name })
+		case *corev1.PersistentVolumeClaim:
+			s.PVCs = replace(s.PVCs, o, func(c *corev1.PersistentVolumeClaim) bool {
+				return c.Namespace == o.Namespace && c.Name == o.Name
+			})
+		case *corev1.PersistentVolume:
+			s.PVs = replace(s.PVs, o, func(c *corev1.PersistentVolume) bool { return c.Name == o.Name })
+		case schema.GroupKind:
+			s.Populators = append(s.Populators, o)
+		default:
+			return fmt.Errorf("static lookup cannot hold %T", o)
+		}
+	}
+	return nil
+}
+
+func replace[T any](list []T, obj T, same func(T) bool) []T {
+	if i := slices.IndexFunc(list, same); i >= 0 {
+		list[i] = obj
+		return list
+	}
+	return append(list, obj)
+}
+
+func find[T any](err error, list []T, match func(T) bool) (T, error) {
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	if i := slices.IndexFunc(list, match); i >= 0 {
+		return list[i], nil
+	}
+	return zero, nil
+}
+
+// ListClasses implements Lookup.
+func (s *StaticLookup) ListClasses() ([]*snapv1.VolumeSnapshotClass, error) {
+	return slices.Clone(s.Classes), s.Err
+}
+
+// ListClassesFresh implements Lookup.
+func (s *StaticLookup) ListClassesFresh() ([]*snapv1.VolumeSnapshotClass, error) {
+	if s.FreshErr != nil {
+		return nil, s.FreshErr
+	}
+	if s.FreshClasses != nil {
+		return slices.Clone(s.FreshClasses), s.Err
+	}
+	return s.ListClasses()
+}
+
+// GetClass implements Lookup.
+func (s *StaticLookup) GetClass(name string) (*snapv1.VolumeSnapshotClass, error) {
+	return find(s.Err, s.Classes, func(c *snapv1.VolumeSnapshotClass) bool { return c.Name == name })
+}
+
+// GetSnapshot implements Lookup.
+func (s *StaticLookup) GetSnapshot(namespace, name string) (*snapv1.VolumeSnapshot, error) {
+	return find(s.Err, s.Snapshots, func(c *snapv1.VolumeSnapshot) bool {
+		return c.Namespace == namespace && c.Name == name
+	})
+}
+
+// GetContent implements Lookup.
+func (s *StaticLookup) GetContent(name string) (*snapv1.VolumeSnapshotContent, error) {
+	return find(s.Err, s.Contents, func(c *snapv1.VolumeSnapshotContent) bool { return c.Name == name })
+}
+
+// ClassInUse implements Lookup.
+func (s *StaticLookup) ClassInUse(name string) (bool, error) {
+	c, err := find(s.Err, s.Contents, func(c *snapv1.VolumeSnapshotContent) bool {
+		return c.Spec.VolumeSnapshotClassName != nil && *c.Spec.VolumeSnapshotClassName == name
+	})
+	return c != nil, err
+}
+
+// GetPVC implements Lookup.
+func (s *StaticLookup) GetPVC(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	return find(s.Err, s.PVCs, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Namespace == namespace && c.Name == name
+	})
+}
+
+// GetPV implements Lookup.
+func (s *StaticLookup) GetPV(name string) (*corev1.PersistentVolume, error) {
+	return find(s.Err, s.PVs, func(c *corev1.PersistentVolume) bool { return c.Name == name })
+}
+
+// PopulatorRegistered implements Lookup. Groups compare exactly and kinds
+// case-sensitively, as the API server's REST mapping does.
+func (s *StaticLookup) PopulatorRegistered(group, kind string) (bool, error) {
+	if s.Err != nil {
+		return false, s.Err
+	}
+	return slices.Contains(s.Populators, schema.GroupKind{Group: group, Kind: kind}), nil
+}
