@@ -69,10 +69,19 @@ test: tools
 # A local control plane with the webhook, the controller and the mock CSI
 # driver; prints the KUBECONFIG to use; Ctrl-C stops everything.
 run: tools
-	$(GO) run ./hack/run
+	$(GO) build -o $(ABS_BIN)/snapkeeper-run ./hack/run
+	$(ABS_BIN)/snapkeeper-run
 
-bench: tools
-	$(GO) run ./test/bench -n $(BENCH_N) -out docs/benchmarks.md
+# The community pair the benchmark runs next to ours (external-snapshotter
+# v8.6.0, k8s.io modules aligned to v0.37.2): one `go build` for both.
+$(BIN)/snapshot-controller $(BIN)/csi-snapshotter &: hack/tools/peers/go.mod hack/tools/peers/go.sum
+	cd hack/tools/peers && $(GO) build -o $(ABS_BIN)/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
+	touch $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
+
+# Side-by-side benchmark (docs/benchmarks.md); BENCH_ARGS adds flags, e.g.
+# BENCH_ARGS="-community-default-n=100" (see `go run ./test/bench -h`).
+bench: tools $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
+	$(GO) run ./test/bench -n $(BENCH_N) -out docs/benchmarks.md $(BENCH_ARGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
