@@ -90,7 +90,7 @@ lint:
 	@if [ -x $(BIN)/staticcheck ]; then $(BIN)/staticcheck ./...; else echo "staticcheck not built: make $(BIN)/staticcheck"; fi
 
 $(BIN)/staticcheck:
-	GOBIN=$(ABS_BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@2025.1.1
+	GOBIN=$(ABS_BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 clean:
 	rm -f $(BIN)/snapkeeper-* $(BIN)/controller $(BIN)/webhook
