@@ -47,9 +47,6 @@ func newSnapshot(name string, opts ...snapOpt) *snapv1.VolumeSnapshot {
 func withClass(c string) snapOpt {
 	return func(vs *snapv1.VolumeSnapshot) { vs.Spec.VolumeSnapshotClassName = &c }
 }
-func withPVC(p string) snapOpt {
-	return func(vs *snapv1.VolumeSnapshot) { vs.Spec.Source.PersistentVolumeClaimName = &p }
-}
 func fromContent(c string) snapOpt {
 	return func(vs *snapv1.VolumeSnapshot) {
 		vs.Spec.Source = snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &c}
@@ -162,7 +159,9 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 			snapObjs = append(snapObjs, o)
 		}
 	}
-	h := &harness{t: t, kube: kubefake.NewClientset(kubeObjs...), snap: snapfake.NewSimpleClientset(snapObjs...),
+	//lint:ignore SA1019 client/v8 generates no apply configurations, so it has no NewClientset
+	snap := snapfake.NewSimpleClientset(snapObjs...)
+	h := &harness{t: t, kube: kubefake.NewClientset(kubeObjs...), snap: snap,
 		recorder: record.NewFakeRecorder(100)}
 	kubeInf := informers.NewSharedInformerFactory(h.kube, 0)
 	snapInf := snapinformers.NewSharedInformerFactory(h.snap, 0)

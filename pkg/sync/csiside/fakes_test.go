@@ -199,7 +199,9 @@ type fakeAPI struct {
 }
 
 func newFakeAPI(snapObjs, kubeObjs []runtime.Object) *fakeAPI {
-	a := &fakeAPI{snap: snapfake.NewSimpleClientset(snapObjs...), kube: kubefake.NewClientset(kubeObjs...), rv: 100}
+	//lint:ignore SA1019 client/v8 generates no apply configurations, so it has no NewClientset
+	snap := snapfake.NewSimpleClientset(snapObjs...)
+	a := &fakeAPI{snap: snap, kube: kubefake.NewClientset(kubeObjs...), rv: 100}
 	a.snap.PrependReactor("patch", "volumesnapshotcontents", a.patchContent)
 	a.snap.PrependReactor("delete", "volumesnapshotcontents", a.deleteContent)
 	// Prepended last, so the injections run first.
@@ -484,15 +486,4 @@ func (h *harness) events() []string {
 			return out
 		}
 	}
-}
-
-// gets counts the GETs of resource among actions.
-func gets(actions []k8stesting.Action, resource string) int {
-	n := 0
-	for _, a := range actions {
-		if a.GetVerb() == "get" && a.GetResource().Resource == resource {
-			n++
-		}
-	}
-	return n
 }

@@ -20,7 +20,6 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-func ptr[T any](v T) *T { return &v }
 
 // setup is one test's world: a driver with a unique name, a class for it,
 // and a controller running both components.
