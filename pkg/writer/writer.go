@@ -19,6 +19,7 @@ type Writer struct {
 	snap   snapclient.Interface
 	kube   kubernetes.Interface
 	writes *prometheus.CounterVec
+	stale  staleness
 }
 
 // New returns a Writer; reg may be nil (tests).
@@ -55,6 +56,7 @@ func (w *Writer) PatchSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot, p
 	if err != nil {
 		return nil, fmt.Errorf("patch VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
+	w.stale.wrote(vs)
 	return out, nil
 }
 
@@ -69,6 +71,7 @@ func (w *Writer) PatchSnapshotStatus(ctx context.Context, vs *snapv1.VolumeSnaps
 	if err != nil {
 		return nil, fmt.Errorf("patch status of VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
+	w.stale.wrote(vs)
 	return out, nil
 }
 
@@ -140,5 +143,6 @@ func (w *Writer) PatchPVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 	if err != nil {
 		return nil, fmt.Errorf("patch PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
+	w.stale.wrote(pvc)
 	return out, nil
 }

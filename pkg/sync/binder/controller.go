@@ -7,6 +7,7 @@ package binder
 import (
 	"context"
 	"fmt"
+	gosync "sync"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -52,9 +53,11 @@ type Controller struct {
 	pvcs      corelisters.PersistentVolumeClaimLister
 	pvs       corelisters.PersistentVolumeLister
 
-	snapIndex    cache.Indexer
-	pvcIndex     cache.Indexer
-	synced       []cache.InformerSynced
+	snapIndex cache.Indexer
+	pvcIndex  cache.Indexer
+	synced    []cache.InformerSynced
+	// created holds contents this binder created until its cache has them.
+	created      gosync.Map
 	snapshotLoop *sync.Loop
 	contentLoop  *sync.Loop
 	pvcLoop      *sync.Loop
@@ -169,6 +172,7 @@ func (c *Controller) onContent(obj any) {
 	if !ok {
 		return
 	}
+	c.created.Delete(content.Name)
 	c.contentLoop.Add(content.Name)
 	ref := content.Spec.VolumeSnapshotRef
 	if ref.Name != "" {

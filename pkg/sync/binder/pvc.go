@@ -26,8 +26,8 @@ func (c *Controller) syncPVC(ctx context.Context, key string) (sync.Result, erro
 	if err != nil {
 		return sync.Result{}, err
 	}
-	if !snapshot.HasFinalizer(pvc, snapshot.FinalizerPVCAsSource) {
-		return sync.Result{}, nil
+	if c.cfg.Writer.Stale(pvc) || !snapshot.HasFinalizer(pvc, snapshot.FinalizerPVCAsSource) {
+		return sync.Result{}, nil // a stale copy: our write's event comes back
 	}
 	objs, err := c.snapIndex.ByIndex(indexByPVC, key)
 	if err != nil {

@@ -44,6 +44,11 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (sync.Result,
 	if err != nil {
 		return sync.Result{}, err
 	}
+	if c.cfg.Writer.Stale(vs) {
+		// Our last write is not in the cache yet; its watch event brings
+		// the snapshot back. Acting now would repeat that write.
+		return sync.Result{}, nil
+	}
 	switch {
 	case vs.DeletionTimestamp != nil:
 		return c.deleting(ctx, vs)
@@ -66,11 +71,14 @@ func (c *Controller) contentOf(vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnapshot
 	default:
 		name = snapshot.ContentNameFor(vs.UID)
 	}
-	content, err := c.contents.Get(name)
-	if err != nil {
-		return nil
+	if content, err := c.contents.Get(name); err == nil {
+		return content
 	}
-	return content
+	// A content we created a moment ago, not in the cache yet.
+	if v, ok := c.created.Load(name); ok {
+		return v.(*snapv1.VolumeSnapshotContent)
+	}
+	return nil
 }
 
 // dynamic handles a snapshot of a PVC that is not being deleted.
@@ -105,7 +113,11 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 	}
 	// 3. The content, created with its finalizer and the being-created mark.
 	content := c.newContent(vs, plan)
-	if _, err := c.cfg.Writer.CreateContent(ctx, content); err != nil && !apierrors.IsAlreadyExists(err) {
+	created, err := c.cfg.Writer.CreateContent(ctx, content)
+	switch {
+	case err == nil:
+		c.created.Store(created.Name, created)
+	case !apierrors.IsAlreadyExists(err):
 		return c.fail(ctx, vs, problemf("CreateSnapshotContentFailed",
 			"cannot create VolumeSnapshotContent %q: %v", content.Name, err))
 	}
