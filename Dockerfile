@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# snapkeeper image: snapkeeper-controller (the entrypoint: binder and CSI
+# side) and snapkeeper-webhook, static binaries on a distroless base, run as
+# UID/GID 65532 like the chart's securityContext.
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always) -t snapkeeper .
+#
+# A CSI driver chart may swap its csi-snapshotter sidecar image for this one
+# and keep its arguments: with --csi-address the controller runs the CSI side.
+
+ARG GO_VERSION=1.26.8
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG TARGETOS
+ARG TARGETARCH
+ARG VERSION=dev
+WORKDIR /src
+ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false
+# Dependencies first: this layer is reused until go.mod or go.sum change.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    set -eu; \
+    ldflags="-s -w -X github.com/snapkeeper/snapkeeper/pkg/version.Version=${VERSION}"; \
+    for cmd in controller webhook; do \
+      GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "$ldflags" \
+        -o /out/snapkeeper-$cmd ./cmd/$cmd; \
+    done
+
+FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="snapkeeper" \
+      org.opencontainers.image.description="CSI volume snapshot control plane" \
+      org.opencontainers.image.source="https://github.com/snapkeeper/snapkeeper" \
+      org.opencontainers.image.version="${VERSION}"
+COPY --from=build /out/snapkeeper-controller /out/snapkeeper-webhook /usr/local/bin/
+# Numeric, so that the kubelet can check runAsNonRoot without /etc/passwd.
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/snapkeeper-controller"]

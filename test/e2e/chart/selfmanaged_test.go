@@ -1,0 +1,345 @@
+package chart
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// saConfig is a client configuration with a token of the ServiceAccount
+// from the TokenRequest API, as the kubelet would mount it.
+func saConfig(t *testing.T, env *framework.Env, ns, sa string) *rest.Config {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token of %s/%s: %v", ns, sa, err)
+	}
+	return &rest.Config{Host: env.URL, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+}
+
+// testWebhook is an admission endpoint on loopback that serves the
+// certificate in dir through the webhook's own reloader, allows everything
+// except objects labelled deny=true, and counts the reviews it answered.
+type testWebhook struct {
+	addr    string
+	reviews atomic.Int64
+}
+
+func startTestWebhook(t *testing.T, dir string) *testWebhook {
+	t.Helper()
+	reloader := admission.NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), 100*time.Millisecond, nil)
+	if err := reloader.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go reloader.Run(ctx)
+	w := &testWebhook{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.addr = l.Addr().String()
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(w.serve),
+		TLSConfig:         &tls.Config{GetCertificate: reloader.GetCertificate, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	go func() { _ = srv.ServeTLS(l, "", "") }()
+	t.Cleanup(func() { cancel(); srv.Close() })
+	return w
+}
+
+func (w *testWebhook) serve(rw http.ResponseWriter, r *http.Request) {
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&review); err != nil || review.Request == nil {
+		http.Error(rw, "bad review", http.StatusBadRequest)
+		return
+	}
+	w.reviews.Add(1)
+	var obj metav1.PartialObjectMetadata
+	_ = json.Unmarshal(review.Request.Object.Raw, &obj)
+	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: obj.Labels["deny"] != "true"}
+	if !resp.Allowed {
+		resp.Result = &metav1.Status{Message: "denied by the selfManaged test webhook"}
+	}
+	review.Response, review.Request = resp, nil
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(&review)
+}
+
+// pointAtLoopback replaces the Service of every webhook entry by a URL on
+// the test webhook: this API server has no Service routing. Everything else
+// of the configuration stays as the chart rendered it.
+func pointAtLoopback(t *testing.T, env *framework.Env, name, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []map[string]any
+	for i, wh := range vwc.Webhooks {
+		url := fmt.Sprintf("https://%s%s", addr, *wh.ClientConfig.Service.Path)
+		cc := map[string]any{"url": url}
+		if len(wh.ClientConfig.CABundle) > 0 {
+			cc["caBundle"] = wh.ClientConfig.CABundle
+		}
+		ops = append(ops, map[string]any{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/clientConfig", i), "value": cc})
+	}
+	body, _ := json.Marshal(ops)
+	if _, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// selfManagedFlags reads the --self-managed-* arguments the chart gives the
+// webhook.
+func selfManagedFlags(t *testing.T, env *framework.Env, ns, deployment string) *selfcert.Flags {
+	t.Helper()
+	dep, err := env.Kube.AppsV1().Deployments(ns).Get(context.Background(), deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--self-managed-") {
+			args = append(args, a)
+		}
+	}
+	f := &selfcert.Flags{}
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	f.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the chart's selfManaged arguments %v: %v", args, err)
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatalf("the chart's selfManaged arguments %v: %v", args, err)
+	}
+	return f
+}
+
+// The webhook's selfManaged certificate logic, with the chart's arguments
+// and the chart's ServiceAccount, fills caBundle; the real API server then
+// trusts the webhook, and a forced CA rotation under load fails no request.
+func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *testing.T) {
+	env, h := clusterHelm(t)
+	ns, apps := env.Namespace(t), env.Namespace(t)
+	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
+	uninstallOnCleanup(t, h, "sk", ns)
+
+	f := selfManagedFlags(t, env, ns, "sk-snapkeeper-webhook")
+	f.DNSNames += ",127.0.0.1" // the test webhook listens on loopback
+	f.CertDir = t.TempDir()
+	cfg := f.Config(ns)
+	cfg.PublishDelay = 2 * time.Second
+	cfg.Client = kubernetes.NewForConfigOrDie(saConfig(t, env, ns, "sk-snapkeeper-webhook"))
+	m, err := selfcert.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := m.Reconcile(ctx); err != nil {
+		t.Fatalf("first reconcile as the chart's webhook ServiceAccount: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	wh := startTestWebhook(t, f.CertDir)
+	pointAtLoopback(t, env, f.WebhookConfiguration, wh.addr)
+	framework.Eventually(t, 30*time.Second, "caBundle set by the Manager", func() (bool, error) {
+		return bundleMatchesSecret(ctx, env, ns, f)
+	})
+
+	snaps := env.Snap.SnapshotV1().VolumeSnapshots(apps)
+	create := func(deny bool) error {
+		vs := &snapv1.VolumeSnapshot{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "rot-", Labels: map[string]string{"deny": fmt.Sprint(deny)}},
+			Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr("data")}},
+		}
+		_, err := snaps.Create(ctx, vs, metav1.CreateOptions{})
+		return err
+	}
+	expectDenied := func(stage string) {
+		t.Helper()
+		if err := create(true); err == nil || !strings.Contains(err.Error(), "denied by the selfManaged test webhook") {
+			t.Fatalf("%s: a denied object got %v: the API server did not call the webhook over trusted TLS", stage, err)
+		}
+		if err := create(false); err != nil {
+			t.Fatalf("%s: an allowed object: %v", stage, err)
+		}
+	}
+	expectDenied("before the rotation")
+
+	// Load through the API server and through a client that trusts exactly
+	// the caBundle of the configuration, while a rotation is forced.
+	var failures []string
+	var mu sync.Mutex
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if err := create(false); err != nil {
+				fail("API server request %d: %v", i, err)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if err := callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.addr); err != nil {
+				fail("direct TLS request %d: %v", i, err)
+			}
+		}
+	}()
+
+	before := secretData(ctx, t, env, ns, f.SecretName)
+	sec, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, f.SecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Annotations[selfcert.AnnotationRotateCA] = "now"
+	if _, err := env.Kube.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	servedBefore := wh.reviews.Load()
+	framework.Eventually(t, time.Minute, "the webhook to serve a certificate of the new CA", func() (bool, error) {
+		after := secretData(ctx, t, env, ns, f.SecretName)
+		if string(after["ca.key"]) == string(before["ca.key"]) {
+			return false, nil
+		}
+		onDisk, err := os.ReadFile(filepath.Join(f.CertDir, "tls.crt"))
+		if err != nil {
+			return false, err
+		}
+		return string(onDisk) == string(after["tls.crt"]) && string(after["tls.crt"]) != string(before["tls.crt"]), nil
+	})
+	time.Sleep(time.Second) // the reloader picks the new files up; keep the load on
+	close(stop)
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	if n := wh.reviews.Load() - servedBefore; n < 10 {
+		t.Errorf("only %d reviews answered during the rotation", n)
+	}
+	after := secretData(ctx, t, env, ns, f.SecretName)
+	if cas, _ := parsePEMCerts(after["ca.crt"]); len(cas) != 2 {
+		t.Errorf("bundle after the rotation holds %d CAs, want the new and the old one", len(cas))
+	}
+	expectDenied("after the rotation")
+}
+
+func secretData(ctx context.Context, t *testing.T, env *framework.Env, ns, name string) map[string][]byte {
+	t.Helper()
+	s, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Data
+}
+
+func bundleMatchesSecret(ctx context.Context, env *framework.Env, ns string, f *selfcert.Flags) (bool, error) {
+	s, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, f.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, f.WebhookConfiguration, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, wh := range vwc.Webhooks {
+		if string(wh.ClientConfig.CABundle) != string(s.Data["ca.crt"]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// callTrustingBundle reads the first caBundle of the configuration and
+// makes one TLS request to the webhook trusting exactly that bundle, as the
+// API server does.
+func callTrustingBundle(ctx context.Context, env *framework.Env, vwcName, addr string) error {
+	vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle) {
+		return fmt.Errorf("caBundle holds no certificate")
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}}
+	resp, err := client.Post("https://"+addr+"/validate/volumesnapshots", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+func parsePEMCerts(b []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		if block, b = pem.Decode(b); block == nil {
+			return out, nil
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+}
