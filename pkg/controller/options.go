@@ -48,11 +48,11 @@ type Options struct {
 	ShowVersion    bool
 
 	// Binder.
-	DistributedSnapshotting    bool
+	DistributedSnapshotting     bool
 	PreventVolumeModeConversion bool
-	SourceVolumeMode           bool
-	RetryCRDIntervalMax        time.Duration
-	CRDWaitTimeout             time.Duration
+	SourceVolumeMode            bool
+	RetryCRDIntervalMax         time.Duration
+	CRDWaitTimeout              time.Duration
 
 	// CSI side.
 	CSIAddress                  string

@@ -27,7 +27,7 @@ import (
 // Lease names shared with the community components, so that theirs and ours
 // exclude each other during a rolling image swap.
 const (
-	BinderLease   = "snapshot-controller-leader"
+	BinderLease    = "snapshot-controller-leader"
 	csiLeasePrefix = "external-snapshotter-leader-"
 )
 
@@ -158,4 +158,3 @@ func untilDone(run func(context.Context) error) func(context.Context) error {
 		return err
 	}
 }
-
