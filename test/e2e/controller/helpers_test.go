@@ -20,7 +20,6 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-
 // setup is one test's world: a driver with a unique name, a class for it,
 // and a controller running both components.
 type setup struct {
