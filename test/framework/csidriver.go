@@ -18,6 +18,7 @@ const MockDriverName = "mock.csi.snapkeeper.io"
 type CSIDriverOptions struct {
 	Name   string      // driver name; default MockDriverName
 	Faults []FaultRule // initial faults
+	Args   []string    // extra flags, e.g. --hide-capabilities=LIST_SNAPSHOTS
 }
 
 // FaultRule is one fault of the mock driver (JSON shape of its /faults API;
@@ -89,6 +90,7 @@ func StartCSIDriver(dir string, o CSIDriverOptions) (*CSIDriver, error) {
 		b, _ := json.Marshal(map[string]any{"rules": o.Faults})
 		args = append(args, "--faults="+string(b))
 	}
+	args = append(args, o.Args...)
 	d.proc, err = StartProcess(dir, "mock-csi-driver", bin, args)
 	if err != nil {
 		return nil, err
