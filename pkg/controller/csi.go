@@ -30,14 +30,16 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 			lo.LabelSelector = snapshot.LabelManagedBy + "=" + o.NodeName
 		}))
 	}
+	// Only contents are filtered by node; classes are cluster-wide.
 	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, opts...)
+	classInf := snapinformers.NewSharedInformerFactory(cl.snap, 0)
 	ctrl := csiside.New(csiside.Config{
 		Driver:                 drv,
 		Kube:                   cl.kube,
 		Snap:                   cl.snap,
 		Writer:                 writer.New(cl.kube, cl.snap, prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)),
 		ContentInformer:        snapInf.Snapshot().V1().VolumeSnapshotContents(),
-		ClassInformer:          snapInf.Snapshot().V1().VolumeSnapshotClasses(),
+		ClassInformer:          classInf.Snapshot().V1().VolumeSnapshotClasses(),
 		Recorder:               newRecorder(ctx, cl.kube, "csi-snapshotter "+drv.Name()),
 		SnapshotNamePrefix:     o.SnapshotNamePrefix,
 		SnapshotNameUUIDLength: o.SnapshotNameUUIDLength,
@@ -48,8 +50,9 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 		ResyncPeriod:           o.ResyncPeriod,
 	})
 	contents := snapInf.Snapshot().V1().VolumeSnapshotContents().Informer()
-	classes := snapInf.Snapshot().V1().VolumeSnapshotClasses().Informer()
+	classes := classInf.Snapshot().V1().VolumeSnapshotClasses().Informer()
 	snapInf.Start(ctx.Done())
+	classInf.Start(ctx.Done())
 	h.addReady(func() bool { return contents.HasSynced() && classes.HasSynced() })
 	run := untilDone(func(ctx context.Context) error { return ctrl.Run(ctx, o.Workers) })
 	if o.NodeDeployment {
