@@ -46,6 +46,14 @@ func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSna
 	logger.V(4).Info("Backend snapshot may be deleted", "because", why)
 	handle := knownHandle(content)
 	if handle == "" && isDynamic(content) && isMarkedCreating(content) {
+		// CreateSnapshot cuts a new snapshot when the one in flight was
+		// deleted meanwhile, so it is called only for the API server's
+		// current copy: a cached one can predate our own writes when
+		// someone else's write (the binder's deletion, during the call)
+		// reset the stale-copy record.
+		if current, err := c.isCurrent(ctx, content); err != nil || !current {
+			return sync.Result{RequeueAfter: staleRecheck}, err
+		}
 		if handle, content, err = c.finishInFlight(ctx, content); err != nil {
 			return sync.Result{}, err
 		}
@@ -84,6 +92,24 @@ func (c *Controller) mayDelete(ctx context.Context, content *snapv1.VolumeSnapsh
 		return true, "its VolumeSnapshot was replaced", nil
 	}
 	return false, "", nil
+}
+
+// isCurrent reports whether the cached content is the API server's current
+// version. When it is not (or the content is gone), the newer version's
+// event brings the content back.
+func (c *Controller) isCurrent(ctx context.Context, content *snapv1.VolumeSnapshotContent) (bool, error) {
+	live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading content %s: %w", content.Name, err)
+	case live.ResourceVersion != content.ResourceVersion:
+		klog.FromContext(ctx).V(4).Info("Cached copy is outdated; waiting for the current one",
+			"resourceVersion", content.ResourceVersion, "current", live.ResourceVersion)
+		return false, nil
+	}
+	return true, nil
 }
 
 // finishInFlight calls the idempotent CreateSnapshot of a deleted content

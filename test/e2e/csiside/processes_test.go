@@ -1,0 +1,180 @@
+package csiside
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// The CSI side runs as its own process next to the driver socket, with the
+// binder in another process: a snapshot goes ready and is deleted, and only
+// the CSI-side process talks to the driver.
+func TestSeparateBinderAndCSIProcesses(t *testing.T) {
+	s := newSetup(t, setupOpts{noController: true})
+	ctx := context.Background()
+	binder := s.startController(t, "--components=binder")
+	csiSide := s.startController(t, "--components=csi", "--csi-address="+s.drv.Socket)
+	s.pvc(t, "data")
+	vs := s.snapshot(t, "snap", "data")
+	contentName := snapshot.ContentNameFor(vs.UID)
+	s.waitReady(t, "snap", 30*time.Second)
+	s.backendMatchesContents(t)
+	s.deleteSnapshot(t, "snap")
+	s.waitSnapshotGone(t, "snap")
+	s.waitContentGone(t, contentName)
+	if b := s.backend(t); len(b) != 0 {
+		t.Fatalf("driver still holds %+v", b)
+	}
+	s.backendMatchesContents(t)
+
+	for _, m := range []string{mCreate, mDelete} {
+		n, err := csiSide.Metric(ctx, "csi_sidecar_operations_seconds_count", `method_name="`+m+`"`, `grpc_status_code="OK"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("CSI-side process made %v successful %s calls, want 1", n, m)
+		}
+		n, err = binder.Metric(ctx, "csi_sidecar_operations_seconds_count", `method_name="`+m+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("binder process made %v %s calls, want none", n, m)
+		}
+	}
+}
+
+// Velero's flow: a backup tool creates an unbound Delete content for a
+// backend snapshot (its volumeSnapshotRef names a VolumeSnapshot that does
+// not exist) and deletes it two seconds later to remove the backend
+// snapshot. With the CSI side slow to start (here: only after the
+// deletion), the finalizer the binder put on at once must keep the object
+// until the CSI side has deleted the backend snapshot.
+func TestVeleroStyleDelete(t *testing.T) {
+	for _, csiLate := range []bool{true, false} {
+		name := "CSI side starts after the deletion"
+		if !csiLate {
+			name = "binder and CSI side in one process"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newSetup(t, setupOpts{noController: true})
+			if csiLate {
+				s.startController(t, "--components=binder")
+			} else {
+				s.startController(t, "--components=binder,csi", "--csi-address="+s.drv.Socket)
+			}
+			snap := s.cutBackendSnapshot(t, "velero-"+s.ns, "vol-velero")
+			contentName := "velero-" + s.ns
+			created := time.Now()
+			s.preProvisionedContent(t, contentName, snap.SnapshotId, "velero-vs-that-does-not-exist", snapv1.VolumeSnapshotContentDelete)
+
+			time.Sleep(time.Until(created.Add(2 * time.Second)))
+			c := s.content(t, contentName)
+			if !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
+				t.Fatalf("2 s after its creation the content still lacks %s: %v", snapshot.FinalizerContentBound, c.Finalizers)
+			}
+			s.deleteContent(t, contentName)
+
+			if csiLate {
+				// Nothing can delete the backend snapshot yet: the
+				// finalizer keeps the content.
+				time.Sleep(2 * time.Second)
+				c = s.content(t, contentName)
+				if c.DeletionTimestamp == nil {
+					t.Fatal("content not marked deleted")
+				}
+				if b := s.backend(t); len(b) != 1 {
+					t.Fatalf("driver holds %+v before the CSI side started", b)
+				}
+				s.startController(t, "--components=csi", "--csi-address="+s.drv.Socket)
+			}
+			s.waitContentGone(t, contentName)
+			if b := s.backend(t); len(b) != 0 {
+				t.Fatalf("driver still holds %+v", b)
+			}
+			if n := s.calls(t, mDelete, "OK"); n != 1 {
+				t.Errorf("DeleteSnapshot answered OK %d times, want 1", n)
+			}
+			s.backendMatchesContents(t)
+		})
+	}
+}
+
+// A content deleted directly (kubectl delete) while its VolumeSnapshot is
+// bound and not being deleted must not lose the backend snapshot: the CSI
+// side waits for the binder's being-deleted mark, which comes only when
+// the VolumeSnapshot is deleted.
+func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
+	s := newSetup(t, setupOpts{})
+	s.pvc(t, "data")
+	vs := s.snapshot(t, "snap", "data")
+	contentName := snapshot.ContentNameFor(vs.UID)
+	s.waitReady(t, "snap", 30*time.Second)
+	s.deleteContent(t, contentName)
+
+	time.Sleep(3 * time.Second)
+	c := s.content(t, contentName)
+	if c.DeletionTimestamp == nil || !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
+		t.Fatalf("content: deletionTimestamp %v, finalizers %v", c.DeletionTimestamp, c.Finalizers)
+	}
+	if b := s.backend(t); len(b) != 1 || b[0].ID != handleOf(c) {
+		t.Fatalf("driver holds %+v, want the bound snapshot's %q", b, handleOf(c))
+	}
+	if n := s.calls(t, mDelete, "OK"); n != 0 {
+		t.Fatalf("DeleteSnapshot called %d times for a content whose snapshot is bound", n)
+	}
+	s.backendMatchesContents(t)
+
+	s.deleteSnapshot(t, "snap")
+	s.waitSnapshotGone(t, "snap")
+	s.waitContentGone(t, contentName)
+	if b := s.backend(t); len(b) != 0 {
+		t.Fatalf("driver still holds %+v", b)
+	}
+	s.backendMatchesContents(t)
+}
+
+// The driver crashes while a CreateSnapshot is in flight (the backend it
+// cut is lost with it) and comes back on the same socket: the controller
+// reconnects, cuts the snapshot again under the same name, and ends ready
+// with exactly one backend snapshot.
+func TestDriverRestartDuringCreate(t *testing.T) {
+	s := newSetup(t, setupOpts{restartable: true})
+	ctx := context.Background()
+	// Installed over HTTP, so that the restarted driver comes without it.
+	if err := s.drv.SetFaults(ctx, framework.FaultRule{Method: "CreateSnapshot", Hang: "60s", Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.pvc(t, "data")
+	vs := s.snapshot(t, "snap", "data")
+	contentName := snapshot.ContentNameFor(vs.UID)
+	s.waitBackend(t, 1, 30*time.Second)
+
+	s.restartable.crash(t)
+	s.restartable.start(t)
+
+	s.waitReady(t, "snap", 30*time.Second)
+	c := s.content(t, contentName)
+	b := s.backend(t)
+	if len(b) != 1 || b[0].ID != handleOf(c) {
+		t.Fatalf("driver holds %+v, want exactly the content's %q", b, handleOf(c))
+	}
+	if want := csiName("snapshot", string(vs.UID), -1); b[0].Name != want {
+		t.Errorf("re-cut snapshot named %q, want %q", b[0].Name, want)
+	}
+	s.backendMatchesContents(t)
+
+	s.deleteSnapshot(t, "snap")
+	s.waitSnapshotGone(t, "snap")
+	s.waitContentGone(t, contentName)
+	if b := s.backend(t); len(b) != 0 {
+		t.Fatalf("driver still holds %+v", b)
+	}
+	s.backendMatchesContents(t)
+}
