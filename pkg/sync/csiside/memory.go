@@ -88,6 +88,9 @@ type staleCopies struct {
 	m  map[string]*written
 }
 
+// goneVersion stands for "deleted by our write" in wrote.
+const goneVersion = "\x00gone"
+
 type written struct {
 	latest   string
 	replaced map[string]bool

@@ -84,7 +84,14 @@ func (c *Controller) patchMeta(ctx context.Context, content *snapv1.VolumeSnapsh
 	if err != nil {
 		return content, err
 	}
-	c.seen.wrote(content.Name, content.ResourceVersion, out.ResourceVersion)
+	to := out.ResourceVersion
+	if out.DeletionTimestamp != nil && len(out.Finalizers) == 0 {
+		// The last finalizer went: the API server deleted the object and
+		// answered with its old resourceVersion. Every cached copy is now
+		// outdated (else DeleteSnapshot would be called once more).
+		to = goneVersion
+	}
+	c.seen.wrote(content.Name, content.ResourceVersion, to)
 	return out, nil
 }
 
