@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -154,40 +152,10 @@ func (s *setup) waitContentGone(t *testing.T, name string) {
 	})
 }
 
-// backendMatchesContents asserts the driver holds exactly the snapshots
-// that contents of this driver name: no leak, no duplicate.
+// backendMatchesContents asserts no leak and no duplicate on the driver.
 func (s *setup) backendMatchesContents(t *testing.T) {
 	t.Helper()
-	framework.Eventually(t, 30*time.Second, "backend == contents", func() (bool, error) {
-		ctx := context.Background()
-		backend, err := s.drv.Snapshots(ctx)
-		if err != nil {
-			return false, err
-		}
-		var have []string
-		for _, b := range backend {
-			have = append(have, b.ID)
-		}
-		list, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		var want []string
-		for _, c := range list.Items {
-			if c.Spec.Driver != s.drv.Name {
-				continue
-			}
-			switch {
-			case c.Status != nil && c.Status.SnapshotHandle != nil:
-				want = append(want, *c.Status.SnapshotHandle)
-			case c.Spec.Source.SnapshotHandle != nil:
-				want = append(want, *c.Spec.Source.SnapshotHandle)
-			}
-		}
-		sort.Strings(have)
-		sort.Strings(want)
-		return slices.Equal(have, want), fmt.Errorf("backend %v, contents %v", have, want)
-	})
+	s.env.WaitBackendMatchesContents(t, s.drv)
 }
 
 func containsFold(s, sub string) bool {

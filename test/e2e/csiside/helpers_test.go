@@ -13,8 +13,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -265,47 +263,10 @@ func (s *setup) allCalls(t *testing.T) map[string]map[string]int64 {
 	return c
 }
 
-// backendMatchesContents asserts that the driver holds exactly the
-// snapshots that contents of this driver point at: no leak, no duplicate.
-// It waits a little for in-flight work to settle, and then checks that the
-// equality holds steadily (a late duplicate create would break it).
+// backendMatchesContents asserts no leak and no duplicate on the driver.
 func (s *setup) backendMatchesContents(t *testing.T) {
 	t.Helper()
-	check := func() (bool, error) {
-		ctx := context.Background()
-		backend, err := s.drv.Snapshots(ctx)
-		if err != nil {
-			return false, err
-		}
-		var have []string
-		for _, b := range backend {
-			have = append(have, b.ID)
-		}
-		list, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		var want []string
-		for _, c := range list.Items {
-			if c.Spec.Driver != s.drv.Name {
-				continue
-			}
-			switch {
-			case c.Status != nil && c.Status.SnapshotHandle != nil:
-				want = append(want, *c.Status.SnapshotHandle)
-			case c.Spec.Source.SnapshotHandle != nil:
-				want = append(want, *c.Spec.Source.SnapshotHandle)
-			}
-		}
-		sort.Strings(have)
-		sort.Strings(want)
-		return slices.Equal(have, want), fmt.Errorf("backend %v, content handles %v", have, want)
-	}
-	framework.Eventually(t, 30*time.Second, "backend == content handles", check)
-	time.Sleep(time.Second)
-	if ok, err := check(); !ok {
-		t.Fatalf("backend and contents diverged again: %v", err)
-	}
+	s.env.WaitBackendMatchesContents(t, s.drv)
 }
 
 // csiName is the CreateSnapshot name the controller must derive from uid
