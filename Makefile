@@ -26,14 +26,14 @@ tools: $(TOOLS)
 
 # One `go build` for the three so the shared k8s packages compile once.
 $(KUBE_TOOLS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/etcd/main.go
-	cd hack/tools/kube && $(GO) build -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
+	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
 	touch $(KUBE_TOOLS)
 
 $(BIN)/mock-csi-driver: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/mockcsi/*.go)
 	cd hack/tools/kube && $(GO) build -o $(ABS_BIN)/mock-csi-driver ./mockcsi
 
 $(BIN)/helm: hack/tools/helm/go.mod hack/tools/helm/go.sum
-	cd hack/tools/helm && $(GO) build -o $(ABS_BIN)/helm helm.sh/helm/v3/cmd/helm
+	cd hack/tools/helm && $(GO) build -ldflags "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37" -o $(ABS_BIN)/helm helm.sh/helm/v3/cmd/helm
 
 $(BIN)/controller-gen: hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
 	cd hack/tools/controller-gen && $(GO) build -o $(ABS_BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen

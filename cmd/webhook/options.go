@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/snapkeeper/snapkeeper/pkg/admission"
 	"github.com/snapkeeper/snapkeeper/pkg/logging"
+	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
 )
 
@@ -29,6 +32,14 @@ type Options struct {
 	StrictPopulators              bool
 	AllowCrossNamespaceDataSource bool
 
+	// SelfCert is the selfManaged certificate mode (--self-managed-*): the
+	// webhook keeps its own CA and serving certificate in a Secret and the
+	// caBundle of its webhook configurations current.
+	SelfCert selfcert.Flags
+	// PodNamespace is $POD_NAMESPACE, the Secret's namespace when
+	// --self-managed-namespace is not given.
+	PodNamespace string
+
 	LoggingFormat string
 	ShowVersion   bool
 }
@@ -42,6 +53,7 @@ func NewOptions() *Options {
 		BindAddress:      "0.0.0.0",
 		Port:             9443,
 		MaxRequestBytes:  admission.DefaultMaxRequestBytes,
+		PodNamespace:     os.Getenv("POD_NAMESPACE"),
 		LoggingFormat:    "text",
 	}
 }
@@ -61,6 +73,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"Deny claims whose data source kind no VolumePopulator registers (default: warn, since registration is optional).")
 	fs.BoolVar(&o.AllowCrossNamespaceDataSource, "allow-cross-namespace-data-source", o.AllowCrossNamespaceDataSource,
 		"Admit claims whose dataSourceRef names another namespace (needs the CrossNamespaceVolumeDataSource feature and a ReferenceGrant).")
+	o.SelfCert.AddFlags(fs)
 	fs.StringVar(&o.LoggingFormat, "logging-format", o.LoggingFormat, `Log format: "text" or "json".`)
 	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
 	logging.AddFlags(fs)
@@ -93,7 +106,28 @@ func (o *Options) Validate() error {
 	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
 		errs = append(errs, fmt.Errorf("--logging-format %q: want \"text\" or \"json\"", o.LoggingFormat))
 	}
+	if err := o.SelfCert.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.SelfCert.Enabled {
+		if o.SelfCert.Namespace == "" && o.PodNamespace == "" {
+			errs = append(errs, errors.New("--self-managed-namespace is required with --self-managed-certs when $POD_NAMESPACE is not set"))
+		}
+		// The server must load what the Manager writes, or it never gets ready.
+		if dir := o.SelfCert.CertDir; dir != "" && o.TLSCertFile != "" && o.TLSKeyFile != "" {
+			wantCert, wantKey := filepath.Join(dir, selfcert.KeyCert), filepath.Join(dir, selfcert.KeyKey)
+			if filepath.Clean(o.TLSCertFile) != wantCert || filepath.Clean(o.TLSKeyFile) != wantKey {
+				errs = append(errs, fmt.Errorf("with --self-managed-certs the webhook writes its certificate into --self-managed-cert-dir: set --tls-cert-file=%s and --tls-private-key-file=%s", wantCert, wantKey))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// SelfCertConfig is the configuration of the selfManaged certificate
+// Manager, without its client.
+func (o *Options) SelfCertConfig() selfcert.Config {
+	return o.SelfCert.Config(o.PodNamespace)
 }
 
 // ValidationOptions are the policy switches for pkg/validation.

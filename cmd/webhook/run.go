@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
@@ -52,6 +53,12 @@ func run(ctx context.Context, o *Options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
 
+	if o.SelfCert.Enabled {
+		if err := startSelfCert(ctx, o, kubeClient); err != nil {
+			return err
+		}
+	}
+
 	certs := admission.NewCertReloader(o.TLSCertFile, o.TLSKeyFile, o.CertPollInterval, metrics)
 	if err := certs.Load(); err != nil {
 		// cert-manager may not have issued the certificate yet: keep
@@ -78,6 +85,32 @@ func run(ctx context.Context, o *Options) error {
 	srv.BaseContext = func(net.Listener) context.Context { return ctx }
 	log.Info("Serving", "address", ln.Addr().String())
 	return admission.Serve(ctx, srv, ln)
+}
+
+// startSelfCert runs the selfManaged certificate Manager: one Reconcile now,
+// so that the certificate files exist before the server first loads them,
+// then Run in the background until ctx ends. A failed first Reconcile (the
+// API server not reachable yet, another replica racing) is not fatal: Run
+// retries with backoff, and /readyz fails until a certificate is loaded.
+func startSelfCert(ctx context.Context, o *Options, client kubernetes.Interface) error {
+	log := klog.FromContext(ctx)
+	cfg := o.SelfCertConfig()
+	cfg.Client = client
+	m, err := selfcert.New(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("Managing the serving certificate", "secret", klog.KRef(cfg.Namespace, cfg.SecretName),
+		"webhookConfiguration", cfg.WebhookConfiguration, "dir", cfg.CertDir, "dnsNames", cfg.Hosts)
+	if _, err := m.Reconcile(ctx); err != nil {
+		log.Error(err, "First reconcile of the serving certificate failed; retrying in the background")
+	}
+	go func() {
+		if err := m.Run(ctx); err != nil {
+			log.Error(err, "The certificate manager stopped; the certificate is no longer renewed")
+		}
+	}()
+	return nil
 }
 
 func restConfig(o *Options) (*rest.Config, error) {

@@ -23,11 +23,11 @@ type Flags struct {
 // AddFlags registers the flags on fs (a pflag.FlagSet takes them through
 // AddGoFlagSet).
 func (f *Flags) AddFlags(fs *flag.FlagSet) {
-	fs.BoolVar(&f.Enabled, "self-managed-certs", false, "Create and rotate the serving certificate in a Secret and keep caBundle of the webhook configuration current (no cert-manager needed).")
+	fs.BoolVar(&f.Enabled, "self-managed-certs", false, "Create and rotate the serving certificate in a Secret and keep caBundle of the webhook configurations current (no cert-manager needed).")
 	fs.StringVar(&f.CertDir, "self-managed-cert-dir", "", "Directory to write tls.crt, tls.key and ca.crt into; --tls-cert-file and --tls-private-key-file should point there.")
 	fs.StringVar(&f.SecretName, "self-managed-secret", "", "Secret that holds the CA and the serving certificate, shared by all replicas.")
 	fs.StringVar(&f.Namespace, "self-managed-namespace", "", "Namespace of that Secret (default: $POD_NAMESPACE).")
-	fs.StringVar(&f.WebhookConfiguration, "self-managed-webhook-configuration", "", "ValidatingWebhookConfiguration whose caBundle to keep current.")
+	fs.StringVar(&f.WebhookConfiguration, "self-managed-webhook-configuration", "", "Name of the ValidatingWebhookConfiguration and MutatingWebhookConfiguration whose caBundle to keep current (either may be absent).")
 	fs.StringVar(&f.DNSNames, "self-managed-dns-names", "", "Comma-separated DNS names (or IP addresses) of the serving certificate, the webhook Service's first.")
 	fs.DurationVar(&f.CAValidity, "self-managed-ca-validity", DefaultCAValidity, "Lifetime of a new CA; it is replaced after two thirds of it.")
 	fs.DurationVar(&f.CertValidity, "self-managed-cert-validity", DefaultCertValidity, "Lifetime of a new serving certificate; it is replaced after two thirds of it.")

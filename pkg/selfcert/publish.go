@@ -22,78 +22,161 @@ type jsonPatchOp struct {
 	Value any    `json:"value"`
 }
 
-// publish makes every entry of the webhook configuration trust bundle. It
-// reports whether the API server may be assumed to trust the current CA
-// (the first of bundle) by now: true once the configuration has carried it
-// for PublishDelay as far as this Manager has seen, or when there is no
-// configuration to carry it.
-func (m *Manager) publish(ctx context.Context, bundle []byte) (trustedSince time.Time, err error) {
-	now := m.cfg.Now()
-	if m.cfg.WebhookConfiguration == "" {
-		return time.Time{}, nil
-	}
-	vwcs := m.cfg.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	vwc, err := vwcs.Get(ctx, m.cfg.WebhookConfiguration, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		// Nothing calls the webhook yet; the configuration is patched as soon
-		// as it appears (Run watches it).
-		klog.FromContext(ctx).V(2).Info("Webhook configuration not found yet", "name", m.cfg.WebhookConfiguration)
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read ValidatingWebhookConfiguration %s: %w", m.cfg.WebhookConfiguration, err)
-	}
-	// A JSON patch that replaces only caBundle, guarded by the entry's name
-	// so that a concurrent reorder of the entries fails the patch instead of
-	// writing the wrong one.
-	var ops []jsonPatchOp
-	for i, wh := range vwc.Webhooks {
-		if bytes.Equal(wh.ClientConfig.CABundle, bundle) {
-			continue
-		}
-		ops = append(ops,
-			jsonPatchOp{Op: "test", Path: fmt.Sprintf("/webhooks/%d/name", i), Value: wh.Name},
-			jsonPatchOp{Op: "add", Path: fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), Value: bundle})
-	}
-	key := sha256.Sum256(bundle)
-	if len(ops) == 0 {
-		if _, seen := m.trusted[key]; !seen {
-			m.trusted[key] = now
-		}
-		return m.trusted[key], nil
-	}
-	body, err := json.Marshal(ops)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if _, err := vwcs.Patch(ctx, vwc.Name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
-		return time.Time{}, fmt.Errorf("patch caBundle of ValidatingWebhookConfiguration %s: %w", vwc.Name, err)
-	}
-	klog.FromContext(ctx).Info("Updated caBundle of the webhook configuration", "name", vwc.Name, "webhooks", len(ops)/2)
-	m.trusted = map[[32]byte]time.Time{key: now}
-	return now, nil
+// webhookConfig is one kind of webhook configuration named
+// Config.WebhookConfiguration. The chart registers the snapshot kinds in a
+// ValidatingWebhookConfiguration and claims in a MutatingWebhookConfiguration
+// of the same name (the API server drops a wrong claim data source before
+// validating admission), and both must trust the serving certificate.
+type webhookConfig struct {
+	kind string
+	// get returns the object's UID and, per entry, its name and caBundle.
+	get   func(ctx context.Context) (types.UID, []webhookEntry, error)
+	patch func(ctx context.Context, body []byte) error
 }
 
-// setOwner makes the webhook configuration the owner of the Secret, so that
-// the garbage collector removes the CA key with the configuration (helm
-// uninstall). Best effort: without it the Secret merely stays behind.
-func (m *Manager) setOwner(ctx context.Context, s *corev1.Secret) {
-	if m.cfg.WebhookConfiguration == "" {
-		return
+type webhookEntry struct {
+	name     string
+	caBundle []byte
+}
+
+// webhookConfigs are the configurations whose caBundle the Manager keeps,
+// validating first; none without a name.
+func (m *Manager) webhookConfigs() []webhookConfig {
+	name := m.cfg.WebhookConfiguration
+	if name == "" {
+		return nil
 	}
-	vwc, err := m.cfg.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, m.cfg.WebhookConfiguration, metav1.GetOptions{})
-	if err != nil {
-		return
-	}
-	gvk := admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration")
-	refs := make([]metav1.OwnerReference, 0, len(s.OwnerReferences)+1)
-	for _, r := range s.OwnerReferences {
-		if r.Kind == gvk.Kind && r.APIVersion == gvk.GroupVersion().String() {
+	reg := m.cfg.Client.AdmissionregistrationV1()
+	return []webhookConfig{{
+		kind: "ValidatingWebhookConfiguration",
+		get: func(ctx context.Context) (types.UID, []webhookEntry, error) {
+			o, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			entries := make([]webhookEntry, len(o.Webhooks))
+			for i, wh := range o.Webhooks {
+				entries[i] = webhookEntry{wh.Name, wh.ClientConfig.CABundle}
+			}
+			return o.UID, entries, nil
+		},
+		patch: func(ctx context.Context, body []byte) error {
+			_, err := reg.ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+			return err
+		},
+	}, {
+		kind: "MutatingWebhookConfiguration",
+		get: func(ctx context.Context) (types.UID, []webhookEntry, error) {
+			o, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			entries := make([]webhookEntry, len(o.Webhooks))
+			for i, wh := range o.Webhooks {
+				entries[i] = webhookEntry{wh.Name, wh.ClientConfig.CABundle}
+			}
+			return o.UID, entries, nil
+		},
+		patch: func(ctx context.Context, body []byte) error {
+			_, err := reg.MutatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+			return err
+		},
+	}}
+}
+
+// publish makes every entry of the webhook configurations (validating and
+// mutating, whichever exist) trust bundle. It reports since when the API
+// server may be assumed to trust the current CA (the first of bundle): the
+// time this Manager first saw every configuration carry it, or zero when
+// there is no configuration to carry it.
+func (m *Manager) publish(ctx context.Context, bundle []byte) (trustedSince time.Time, err error) {
+	now := m.cfg.Now()
+	log := klog.FromContext(ctx)
+	found, patched := false, false
+	for _, c := range m.webhookConfigs() {
+		_, entries, err := c.get(ctx)
+		if apierrors.IsNotFound(err) {
+			// Nothing calls the webhook through it (yet); it is patched as
+			// soon as it appears (Run watches it).
+			log.V(2).Info("Webhook configuration not found", "kind", c.kind, "name", m.cfg.WebhookConfiguration)
 			continue
 		}
-		refs = append(refs, r)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("read %s %s: %w", c.kind, m.cfg.WebhookConfiguration, err)
+		}
+		found = true
+		// A JSON patch that replaces only caBundle, guarded by the entry's
+		// name so that a concurrent reorder of the entries fails the patch
+		// instead of writing the wrong one.
+		var ops []jsonPatchOp
+		for i, e := range entries {
+			if bytes.Equal(e.caBundle, bundle) {
+				continue
+			}
+			ops = append(ops,
+				jsonPatchOp{Op: "test", Path: fmt.Sprintf("/webhooks/%d/name", i), Value: e.name},
+				jsonPatchOp{Op: "add", Path: fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), Value: bundle})
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		body, err := json.Marshal(ops)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if err := c.patch(ctx, body); err != nil {
+			return time.Time{}, fmt.Errorf("patch caBundle of %s %s: %w", c.kind, m.cfg.WebhookConfiguration, err)
+		}
+		log.Info("Updated caBundle of the webhook configuration", "kind", c.kind, "name", m.cfg.WebhookConfiguration, "webhooks", len(ops)/2)
+		patched = true
 	}
-	s.OwnerReferences = append(refs, metav1.OwnerReference{
-		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: vwc.Name, UID: vwc.UID,
-	})
+	if !found {
+		return time.Time{}, nil
+	}
+	key := sha256.Sum256(bundle)
+	if patched {
+		m.trusted = map[[32]byte]time.Time{key: now}
+		return now, nil
+	}
+	if _, seen := m.trusted[key]; !seen {
+		m.trusted[key] = now
+	}
+	return m.trusted[key], nil
+}
+
+// setOwner makes the webhook configurations that exist the owners of the
+// Secret, so that the garbage collector removes the CA key with them (helm
+// uninstall; the Secret goes once every owner is gone). Best effort:
+// without it the Secret merely stays behind.
+func (m *Manager) setOwner(ctx context.Context, s *corev1.Secret) {
+	configs := m.webhookConfigs()
+	if len(configs) == 0 {
+		return
+	}
+	apiVersion := admissionregistrationv1.SchemeGroupVersion.String()
+	var owners []metav1.OwnerReference
+	for _, c := range configs {
+		uid, _, err := c.get(ctx)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return // keep what is there
+		}
+		owners = append(owners, metav1.OwnerReference{APIVersion: apiVersion, Kind: c.kind, Name: m.cfg.WebhookConfiguration, UID: uid})
+	}
+	if len(owners) == 0 {
+		return
+	}
+	refs := make([]metav1.OwnerReference, 0, len(s.OwnerReferences)+len(owners))
+	for _, r := range s.OwnerReferences {
+		mine := false
+		for _, c := range configs {
+			mine = mine || (r.Kind == c.kind && r.APIVersion == apiVersion)
+		}
+		if !mine {
+			refs = append(refs, r)
+		}
+	}
+	s.OwnerReferences = append(refs, owners...)
 }

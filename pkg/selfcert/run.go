@@ -11,10 +11,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Run reconciles until ctx ends: at once, whenever the Secret or the webhook
-// configuration changes (another replica rotated, `helm upgrade` or a GitOps
-// tool reset caBundle, an operator asked for a rotation), when a renewal is
-// due, and at least every Resync. Errors are retried with backoff up to a
+// Run reconciles until ctx ends: at once, whenever the Secret or one of the
+// webhook configurations changes (another replica rotated, `helm upgrade` or
+// a GitOps tool reset caBundle, an operator asked for a rotation), when a
+// renewal is due, and at least every Resync. Errors are retried with backoff up to a
 // minute. Run returns nil when ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithName("selfcert")
@@ -32,7 +32,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		UpdateFunc: func(any, any) { poke() },
 		DeleteFunc: func(any) { poke() },
 	}
-	// Watch just the two objects (RBAC grants the webhook nothing more).
+	// Watch just these objects (RBAC grants the webhook nothing more).
 	byName := func(name string) informers.SharedInformerOption {
 		return informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
@@ -46,12 +46,20 @@ func (m *Manager) Run(ctx context.Context) error {
 	secrets.Start(ctx.Done())
 	defer secrets.Shutdown()
 	if m.cfg.WebhookConfiguration != "" {
-		vwcs := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0, byName(m.cfg.WebhookConfiguration))
-		if _, err := vwcs.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().AddEventHandler(handler); err != nil {
-			return err
+		// Both configurations of that name: validating (snapshot kinds) and
+		// mutating (claims).
+		configs := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0, byName(m.cfg.WebhookConfiguration))
+		reg := configs.Admissionregistration().V1()
+		for _, inf := range []cache.SharedIndexInformer{
+			reg.ValidatingWebhookConfigurations().Informer(),
+			reg.MutatingWebhookConfigurations().Informer(),
+		} {
+			if _, err := inf.AddEventHandler(handler); err != nil {
+				return err
+			}
 		}
-		vwcs.Start(ctx.Done())
-		defer vwcs.Shutdown()
+		configs.Start(ctx.Done())
+		defer configs.Shutdown()
 	}
 
 	backoff := time.Second

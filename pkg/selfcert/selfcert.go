@@ -9,8 +9,11 @@
 //     the resourceVersion it read (a conflict means re-read and decide again);
 //   - writes tls.crt, tls.key and ca.crt from the Secret into a directory
 //     that the webhook server watches and reloads;
-//   - sets caBundle of every entry of its ValidatingWebhookConfiguration to
-//     the CAs in the Secret;
+//   - sets caBundle of every entry of its webhook configurations to the CAs
+//     in the Secret: the ValidatingWebhookConfiguration (snapshot kinds) and
+//     the MutatingWebhookConfiguration of the same name (claims, which the
+//     API server would strip of a wrong data source before validating
+//     admission); either may be absent;
 //   - renews each certificate two thirds into its lifetime. A new CA is
 //     first added to the bundle next to the old one, and the serving
 //     certificate switches to it only once the webhook configuration has
@@ -60,8 +63,9 @@ type Config struct {
 	Client     kubernetes.Interface
 	Namespace  string
 	SecretName string
-	// WebhookConfiguration is the ValidatingWebhookConfiguration whose
-	// caBundle the Manager keeps current; empty: none.
+	// WebhookConfiguration names the ValidatingWebhookConfiguration and the
+	// MutatingWebhookConfiguration whose caBundle the Manager keeps current
+	// (either may be absent); empty: none.
 	WebhookConfiguration string
 	// Hosts are the DNS names (and IP addresses) of the serving certificate;
 	// the first one is its common name.

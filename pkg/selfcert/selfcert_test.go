@@ -41,11 +41,23 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// newVWC and newMWC are the two configurations the chart renders under one
+// name: the snapshot kinds are validated, claims are judged at the mutating
+// stage.
 func newVWC() *admissionregistrationv1.ValidatingWebhookConfiguration {
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: vwcName, UID: "vwc-uid"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			{Name: "volumesnapshots.validation.snapkeeper.io"},
+			{Name: "volumesnapshotclasses.validation.snapkeeper.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: []byte("stale")}},
+		},
+	}
+}
+
+func newMWC() *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: vwcName, UID: "mwc-uid"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{
 			{Name: "persistentvolumeclaims.validation.snapkeeper.io", ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: []byte("stale")}},
 		},
 	}
@@ -99,17 +111,36 @@ func (f *fixture) secret(t *testing.T) *corev1.Secret {
 	return s
 }
 
-func (f *fixture) vwc(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// bundles returns the caBundle of every entry of both webhook
+// configurations that exist, by entry name.
+func (f *fixture) bundles(t *testing.T) map[string][]byte {
 	t.Helper()
-	v, err := f.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), vwcName, metav1.GetOptions{})
-	if err != nil {
+	ctx := context.Background()
+	reg := f.client.AdmissionregistrationV1()
+	out := map[string][]byte{}
+	v, err := reg.ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		for _, wh := range v.Webhooks {
+			out["validating/"+wh.Name] = wh.ClientConfig.CABundle
+		}
+	case !apierrors.IsNotFound(err):
 		t.Fatal(err)
 	}
-	return v
+	mw, err := reg.MutatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		for _, wh := range mw.Webhooks {
+			out["mutating/"+wh.Name] = wh.ClientConfig.CABundle
+		}
+	case !apierrors.IsNotFound(err):
+		t.Fatal(err)
+	}
+	return out
 }
 
 // trusted fails the test unless the serving certificate verifies for host
-// against every caBundle of the webhook configuration, as the API server
+// against every caBundle of the webhook configurations, as the API server
 // would check it.
 func (f *fixture) trusted(t *testing.T, servingPEM []byte) {
 	t.Helper()
@@ -117,13 +148,17 @@ func (f *fixture) trusted(t *testing.T, servingPEM []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, wh := range f.vwc(t).Webhooks {
+	bundles := f.bundles(t)
+	if len(bundles) == 0 {
+		t.Fatal("no webhook configuration to check")
+	}
+	for name, bundle := range bundles {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(wh.ClientConfig.CABundle) {
-			t.Fatalf("webhook %s: caBundle holds no certificate", wh.Name)
+		if !pool.AppendCertsFromPEM(bundle) {
+			t.Fatalf("webhook %s: caBundle holds no certificate", name)
 		}
 		if _, err := certs[0].Verify(x509.VerifyOptions{DNSName: host, Roots: pool, CurrentTime: f.clock.Now()}); err != nil {
-			t.Fatalf("webhook %s does not trust the serving certificate: %v", wh.Name, err)
+			t.Fatalf("webhook %s does not trust the serving certificate: %v", name, err)
 		}
 	}
 }
@@ -151,7 +186,7 @@ func caCount(t *testing.T, s *corev1.Secret) int {
 }
 
 func TestFirstReconcileCreatesTheSecretFilesAndBundle(t *testing.T) {
-	f := newFixture(newVWC())
+	f := newFixture(newVWC(), newMWC())
 	m := f.manager(t)
 	res := f.reconcile(t, m)
 
@@ -164,15 +199,23 @@ func TestFirstReconcileCreatesTheSecretFilesAndBundle(t *testing.T) {
 			t.Errorf("Secret lacks %s", k)
 		}
 	}
-	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != "vwc-uid" {
-		t.Errorf("owner references %+v, want the webhook configuration", s.OwnerReferences)
+	owners := map[string]string{}
+	for _, r := range s.OwnerReferences {
+		owners[r.Kind] = string(r.UID)
+	}
+	if len(s.OwnerReferences) != 2 || owners["ValidatingWebhookConfiguration"] != "vwc-uid" || owners["MutatingWebhookConfiguration"] != "mwc-uid" {
+		t.Errorf("owner references %+v, want both webhook configurations", s.OwnerReferences)
 	}
 	if !bytes.Equal(res.CABundle, s.Data[KeyCA]) {
 		t.Error("Result.CABundle differs from ca.crt of the Secret")
 	}
-	for _, wh := range f.vwc(t).Webhooks {
-		if !bytes.Equal(wh.ClientConfig.CABundle, s.Data[KeyCA]) {
-			t.Errorf("webhook %s: caBundle not set to the Secret's CA", wh.Name)
+	bundles := f.bundles(t)
+	if len(bundles) != 3 {
+		t.Errorf("%d webhook entries, want 2 validating and 1 mutating", len(bundles))
+	}
+	for name, bundle := range bundles {
+		if !bytes.Equal(bundle, s.Data[KeyCA]) {
+			t.Errorf("webhook %s: caBundle not set to the Secret's CA", name)
 		}
 	}
 	files := readDir(t, m.cfg.CertDir)
@@ -192,7 +235,7 @@ func TestFirstReconcileCreatesTheSecretFilesAndBundle(t *testing.T) {
 }
 
 func TestReconcileIsANoOpWhenEverythingIsCurrent(t *testing.T) {
-	f := newFixture(newVWC())
+	f := newFixture(newVWC(), newMWC())
 	m := f.manager(t)
 	f.reconcile(t, m)
 	f.client.ClearActions()
@@ -301,7 +344,7 @@ func TestAConflictingUpdateIsDecidedAgainOnTheNewSecret(t *testing.T) {
 }
 
 func TestCARotationSwitchesTheServingCertificateOnlyAfterPublication(t *testing.T) {
-	f := newFixture(newVWC())
+	f := newFixture(newVWC(), newMWC())
 	m := f.manager(t)
 	f.reconcile(t, m)
 	// Live through the CA's life in steps of ten days (the serving
@@ -353,6 +396,113 @@ func TestCARotationSwitchesTheServingCertificateOnlyAfterPublication(t *testing.
 	f.trusted(t, before.Data[KeyCert]) // a replica still serving the old one is trusted too
 }
 
+// Claims are registered in a MutatingWebhookConfiguration; with only that
+// one (every snapshot entry disabled) or only the validating one, the
+// Manager keeps whichever exists.
+func TestEitherConfigurationAloneIsKept(t *testing.T) {
+	for kind, obj := range map[string]runtime.Object{"MutatingWebhookConfiguration": newMWC(), "ValidatingWebhookConfiguration": newVWC()} {
+		t.Run(kind+" only", func(t *testing.T) {
+			f := newFixture(obj)
+			m := f.manager(t)
+			f.reconcile(t, m)
+			s := f.secret(t)
+			bundles := f.bundles(t)
+			if len(bundles) == 0 {
+				t.Fatal("the configuration vanished")
+			}
+			for entry, bundle := range bundles {
+				if !bytes.Equal(bundle, s.Data[KeyCA]) {
+					t.Errorf("webhook %s: caBundle not set to the Secret's CA", entry)
+				}
+			}
+			f.trusted(t, s.Data[KeyCert])
+			if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != kind || s.OwnerReferences[0].Name != vwcName {
+				t.Errorf("owner references %+v, want the one configuration", s.OwnerReferences)
+			}
+			f.client.ClearActions()
+			f.clock.Add(time.Hour)
+			f.reconcile(t, m)
+			for _, a := range f.client.Actions() {
+				if a.GetVerb() != "get" {
+					t.Errorf("unexpected %s %s on a current state", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}
+
+// A configuration that appears while a new CA waits for publication (a
+// `helm upgrade` that adds the claims entry) restarts the wait: the serving
+// certificate moves to the new CA only once every configuration has carried
+// it for PublishDelay.
+func TestAConfigurationAppearingDuringARotationRestartsThePublishDelay(t *testing.T) {
+	f := newFixture(newVWC())
+	m := f.manager(t)
+	f.reconcile(t, m)
+	before := f.secret(t)
+	before.Annotations[AnnotationRotateCA] = "now"
+	if _, err := f.client.CoreV1().Secrets(ns).Update(context.Background(), before, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, m) // new CA, in the validating configuration only
+	if n := caCount(t, f.secret(t)); n != 2 {
+		t.Fatalf("bundle holds %d CAs after a forced rotation, want 2", n)
+	}
+
+	f.clock.Add(40 * time.Second)
+	if _, err := f.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(context.Background(), newMWC(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := f.reconcile(t, m)
+	if want := f.clock.Now().Add(time.Minute); !res.Next.Equal(want) {
+		t.Errorf("Next = %v, want a full publish delay from the new configuration's patch (%v)", res.Next, want)
+	}
+	f.trusted(t, before.Data[KeyCert])
+
+	f.clock.Add(30 * time.Second) // 70 s after the validating one, 30 s after the mutating one
+	f.reconcile(t, m)
+	if s := f.secret(t); !bytes.Equal(s.Data[KeyCert], before.Data[KeyCert]) {
+		t.Fatal("the serving certificate switched before the mutating configuration carried the new CA for the publish delay")
+	}
+
+	f.clock.Add(31 * time.Second)
+	f.reconcile(t, m)
+	s := f.secret(t)
+	if bytes.Equal(s.Data[KeyCert], before.Data[KeyCert]) {
+		t.Fatal("the serving certificate did not switch after the publish delay")
+	}
+	f.trusted(t, s.Data[KeyCert])
+	f.trusted(t, before.Data[KeyCert]) // the old CA stays in both bundles
+	if n := len(f.secret(t).OwnerReferences); n != 2 {
+		t.Errorf("%d owner references after the mutating configuration appeared, want 2", n)
+	}
+}
+
+// A GitOps tool that resets caBundle of the mutating configuration only is
+// repaired, and the validating one is left alone.
+func TestAResetBundleInOneConfigurationIsRepaired(t *testing.T) {
+	f := newFixture(newVWC(), newMWC())
+	m := f.manager(t)
+	f.reconcile(t, m)
+	mwc := newMWC()
+	mwc.Webhooks[0].ClientConfig.CABundle = nil
+	if _, err := f.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(context.Background(), mwc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions()
+	f.reconcile(t, m)
+	var patched []string
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() == "patch" {
+			patched = append(patched, a.GetResource().Resource)
+		}
+	}
+	if len(patched) != 1 || patched[0] != "mutatingwebhookconfigurations" {
+		t.Errorf("patched %v, want the mutating configuration only", patched)
+	}
+	f.trusted(t, f.secret(t).Data[KeyCert])
+}
+
 func TestServingCertificateIsRenewedAtTwoThirdsWithTheSameCA(t *testing.T) {
 	f := newFixture(newVWC())
 	m := f.manager(t)
@@ -371,7 +521,7 @@ func TestServingCertificateIsRenewedAtTwoThirdsWithTheSameCA(t *testing.T) {
 }
 
 func TestRotateAnnotationForcesANewCAAndIsRemoved(t *testing.T) {
-	f := newFixture(newVWC())
+	f := newFixture(newVWC(), newMWC())
 	m := f.manager(t, func(c *Config) { c.PublishDelay = -1 }) // no delay
 	f.reconcile(t, m)
 	s := f.secret(t)
@@ -395,7 +545,7 @@ func TestRotateAnnotationForcesANewCAAndIsRemoved(t *testing.T) {
 }
 
 func TestExpiredCAsLeaveTheBundle(t *testing.T) {
-	f := newFixture(newVWC())
+	f := newFixture(newVWC(), newMWC())
 	m := f.manager(t, func(c *Config) { c.PublishDelay = -1 })
 	f.reconcile(t, m)
 	f.clock.Add(201 * 24 * time.Hour)
@@ -457,22 +607,23 @@ func TestRunPublishesToAWebhookConfigurationCreatedLater(t *testing.T) {
 		_, err := f.client.CoreV1().Secrets(ns).Get(ctx, secName, metav1.GetOptions{})
 		return err == nil
 	})
-	if _, err := f.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "caBundle in the new webhook configuration", func() bool {
-		v, err := f.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
+	current := func() bool {
 		s := f.secret(t)
-		for _, wh := range v.Webhooks {
-			if !bytes.Equal(wh.ClientConfig.CABundle, s.Data[KeyCA]) {
+		for _, bundle := range f.bundles(t) {
+			if !bytes.Equal(bundle, s.Data[KeyCA]) {
 				return false
 			}
 		}
 		return true
-	})
+	}
+	if _, err := f.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, newVWC(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "caBundle in the new validating configuration", current)
+	if _, err := f.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, newMWC(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "caBundle in the new mutating configuration", current)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

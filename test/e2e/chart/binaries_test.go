@@ -89,6 +89,32 @@ func (p podProcess) start(t *testing.T, env *framework.Env, bin string) *framewo
 	return proc
 }
 
+// expectClaimsJudged checks that the webhook judges claims through the
+// chart's MutatingWebhookConfiguration: a restore whose data source has the
+// wrong apiGroup is denied (the API server would drop that data source
+// before validating admission, and provision the claim empty), a correct one
+// is admitted. Both are dry runs. The entry's failurePolicy is Ignore, so
+// until the API server's cache has the configuration as patched a wrong
+// claim passes: the check is retried for a while.
+func expectClaimsJudged(ctx context.Context, t *testing.T, env *framework.Env, ns string) {
+	t.Helper()
+	claims := env.Kube.CoreV1().PersistentVolumeClaims(ns)
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	framework.Eventually(t, 30*time.Second, "the webhook to deny restores from a data source of the wrong apiGroup", func() (bool, error) {
+		for name, group := range map[string]*string{"no apiGroup": nil, "a foreign apiGroup": ptr("example.com")} {
+			_, err := claims.Create(ctx, restoreClaim(group, nil), dryRun)
+			if err == nil || !strings.Contains(err.Error(), "persistentvolumeclaims.validation.snapkeeper.io") ||
+				!strings.Contains(err.Error(), "needs apiGroup") {
+				return false, fmt.Errorf("restore with %s: got %v, want a denial by the webhook", name, err)
+			}
+		}
+		return true, nil
+	})
+	if _, err := claims.Create(ctx, restoreClaim(ptr("snapshot.storage.k8s.io"), nil), dryRun); err != nil {
+		t.Errorf("a restore with the right apiGroup: %v", err)
+	}
+}
+
 func findContainer(t *testing.T, dep *appsv1.Deployment, name string) corev1.Container {
 	t.Helper()
 	for _, c := range dep.Spec.Template.Spec.Containers {
@@ -195,6 +221,7 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 		!strings.Contains(err.Error(), "volumesnapshotclasses.validation.snapkeeper.io") {
 		t.Fatalf("bad class: got %v, want a denial by the webhook", err)
 	}
+	expectClaimsJudged(ctx, t, env, apps)
 
 	class := &snapv1.VolumeSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "chart-" + apps}, Driver: framework.MockDriverName,
@@ -288,17 +315,17 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	framework.Eventually(t, 30*time.Second, "caBundle filled by the webhook", func() (bool, error) {
-		vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "sk-snapkeeper-webhook", metav1.GetOptions{})
+	framework.Eventually(t, 30*time.Second, "caBundle filled by the webhook in both configurations", func() (bool, error) {
+		bundles, err := caBundles(ctx, env, "sk-snapkeeper-webhook")
 		if err != nil {
 			return false, err
 		}
-		for _, wh := range vwc.Webhooks {
-			if len(wh.ClientConfig.CABundle) == 0 {
+		for _, b := range bundles {
+			if len(b) == 0 {
 				return false, nil
 			}
 		}
-		return true, nil
+		return len(bundles) == 4, nil
 	})
 	bad := &snapv1.VolumeSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad-" + apps}, Driver: framework.MockDriverName,
@@ -312,4 +339,12 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 		}
 		return strings.Contains(err.Error(), "denied the request"), err
 	})
+	expectClaimsJudged(ctx, t, env, apps)
+	// The chart's RBAC covers the certificate Manager: the Secret, and get,
+	// list, watch and patch of both configurations.
+	for _, line := range strings.Split(webhook.Tail(1<<20), "\n") {
+		if strings.Contains(line, "forbidden") {
+			t.Errorf("the webhook was refused something: %s", line)
+		}
+	}
 }

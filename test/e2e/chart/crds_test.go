@@ -163,7 +163,7 @@ func TestMigrationFromAChartWhoseCRDsLackTheKeepPolicy(t *testing.T) {
 		return true, nil
 	})
 	h := newHelm(t)
-	h.kubeconfig = versionProxy(t, env, kubeNew)
+	h.kubeconfig = helmKubeconfig(t, env)
 	oldNS, newNS, appNS := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	h.must(t, "install", "snapshot-controller", legacyChart(t), "--namespace", oldNS, "--wait=false")
 	waitServed(t, env)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,17 +151,35 @@ func TestInstallEveryCertificateModeOnTheAPIServer(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "sk-snapkeeper-webhook", metav1.GetOptions{})
+			reg := env.Kube.AdmissionregistrationV1()
+			vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, "sk-snapkeeper-webhook", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The API server kept the matchConditions (its version is past 1.30).
-			if len(vwc.Webhooks) != 4 || len(vwc.Webhooks[3].MatchConditions) != 2 {
-				t.Errorf("webhook configuration as stored: %d entries, %d conditions on the last", len(vwc.Webhooks), len(vwc.Webhooks[len(vwc.Webhooks)-1].MatchConditions))
+			mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, "sk-snapkeeper-webhook", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
+			// The snapshot kinds are validated, claims judged at the mutating
+			// stage, and the API server kept the matchConditions (its version
+			// is past 1.30).
+			if len(vwc.Webhooks) != 3 || len(vwc.Webhooks[0].MatchConditions) != 1 {
+				t.Errorf("validating configuration as stored: %d entries, %d conditions on the first", len(vwc.Webhooks), len(vwc.Webhooks[0].MatchConditions))
+			}
+			if len(mwc.Webhooks) != 1 || mwc.Webhooks[0].Name != "persistentvolumeclaims.validation.snapkeeper.io" || len(mwc.Webhooks[0].MatchConditions) != 2 ||
+				mwc.Webhooks[0].ReinvocationPolicy == nil || *mwc.Webhooks[0].ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
+				t.Errorf("mutating configuration as stored: %+v", mwc.Webhooks)
+			}
+			bundles := map[string][]byte{}
 			for _, wh := range vwc.Webhooks {
-				if got := base64.StdEncoding.EncodeToString(wh.ClientConfig.CABundle); (mode == "existingSecret") != (got == caBundle && got != "") {
-					t.Errorf("%s: caBundle %q", wh.Name, got)
+				bundles["validating "+wh.Name] = wh.ClientConfig.CABundle
+			}
+			for _, wh := range mwc.Webhooks {
+				bundles["mutating "+wh.Name] = wh.ClientConfig.CABundle
+			}
+			for name, b := range bundles {
+				if got := base64.StdEncoding.EncodeToString(b); (mode == "existingSecret") != (got == caBundle && got != "") {
+					t.Errorf("%s: caBundle %q", name, got)
 				}
 			}
 			if mode == "certManager" {
@@ -189,9 +208,12 @@ func TestInstallEveryCertificateModeOnTheAPIServer(t *testing.T) {
 				{"get", "secrets/anything", ns, false},
 				{"get", "secrets/anything", other, false},
 				{"patch", "validatingwebhookconfigurations/some-other-webhook", "", false},
+				{"patch", "mutatingwebhookconfigurations/some-other-webhook", "", false},
 				{"get", "secrets/sk-snapkeeper-webhook-tls", ns, mode == "selfManaged"},
 				{"update", "secrets/sk-snapkeeper-webhook-tls", ns, mode == "selfManaged"},
 				{"patch", "validatingwebhookconfigurations/sk-snapkeeper-webhook", "", mode == "selfManaged"},
+				{"patch", "mutatingwebhookconfigurations/sk-snapkeeper-webhook", "", mode == "selfManaged"},
+				{"update", "mutatingwebhookconfigurations/sk-snapkeeper-webhook", "", false},
 			})
 			// No CRD serves volumepopulators here, so kubectl cannot map the
 			// name; ask the authorizer directly.

@@ -47,7 +47,8 @@ func TestLintAndTemplateInEveryCertificateModeRenderTheSameBytesTwice(t *testing
 			kinds := r.kinds()
 			want := map[string]int{
 				"CustomResourceDefinition": 6, "Deployment": 2, "PodDisruptionBudget": 2,
-				"ValidatingWebhookConfiguration": 1, "ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 2,
+				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1,
+				"ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 2,
 			}
 			for k, n := range want {
 				if kinds[k] != n {
@@ -57,17 +58,20 @@ func TestLintAndTemplateInEveryCertificateModeRenderTheSameBytesTwice(t *testing
 			if kinds["Secret"] != 0 {
 				t.Error("the chart renders a Secret: key material in a chart changes on every render")
 			}
-			vwc := r.get(t, "ValidatingWebhookConfiguration", "snapkeeper-webhook")
-			webhooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
-			for _, wh := range webhooks {
-				_, hasBundle, _ := unstructured.NestedString(wh.(map[string]any), "clientConfig", "caBundle")
-				if hasBundle != (mode == "existingSecret") {
-					t.Errorf("caBundle rendered: %v, want it only in existingSecret mode", hasBundle)
+			// Both configurations trust the serving certificate the same way.
+			for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+				cfg := r.get(t, kind, "snapkeeper-webhook")
+				webhooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+				for _, wh := range webhooks {
+					_, hasBundle, _ := unstructured.NestedString(wh.(map[string]any), "clientConfig", "caBundle")
+					if hasBundle != (mode == "existingSecret") {
+						t.Errorf("%s: caBundle rendered: %v, want it only in existingSecret mode", kind, hasBundle)
+					}
 				}
-			}
-			inject := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"]
-			if (inject != "") != (mode == "certManager") {
-				t.Errorf("cert-manager.io/inject-ca-from = %q in mode %s", inject, mode)
+				inject := cfg.GetAnnotations()["cert-manager.io/inject-ca-from"]
+				if (inject != "") != (mode == "certManager") || (inject != "" && inject != "snapkeeper/snapkeeper-webhook") {
+					t.Errorf("%s: cert-manager.io/inject-ca-from = %q in mode %s", kind, inject, mode)
+				}
 			}
 			var dep appsv1.Deployment
 			r.into(t, "Deployment", "snapkeeper-webhook", &dep)
@@ -125,32 +129,76 @@ func TestAutoModePicksCertManagerOnlyWhereItIsServed(t *testing.T) {
 	}
 }
 
+// webhookEntry is what the tests check of a validating or mutating entry.
+type webhookEntry struct {
+	kind string
+	admissionregistrationv1.ValidatingWebhook
+	reinvocation *admissionregistrationv1.ReinvocationPolicyType
+}
+
+// webhookEntries decodes both webhook configurations named name (strictly)
+// into one list, validating entries first; a configuration that is not
+// rendered contributes nothing.
+func webhookEntries(t *testing.T, r *rendered, name string) []webhookEntry {
+	t.Helper()
+	var out []webhookEntry
+	if r.find("ValidatingWebhookConfiguration", name) != nil {
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		r.into(t, "ValidatingWebhookConfiguration", name, &vwc)
+		for _, wh := range vwc.Webhooks {
+			out = append(out, webhookEntry{kind: "ValidatingWebhookConfiguration", ValidatingWebhook: wh})
+		}
+	}
+	if r.find("MutatingWebhookConfiguration", name) != nil {
+		var mwc admissionregistrationv1.MutatingWebhookConfiguration
+		r.into(t, "MutatingWebhookConfiguration", name, &mwc)
+		for _, wh := range mwc.Webhooks {
+			out = append(out, webhookEntry{kind: "MutatingWebhookConfiguration", reinvocation: wh.ReinvocationPolicy,
+				ValidatingWebhook: admissionregistrationv1.ValidatingWebhook{
+					Name: wh.Name, ClientConfig: wh.ClientConfig, Rules: wh.Rules, FailurePolicy: wh.FailurePolicy,
+					MatchPolicy: wh.MatchPolicy, NamespaceSelector: wh.NamespaceSelector, ObjectSelector: wh.ObjectSelector,
+					SideEffects: wh.SideEffects, TimeoutSeconds: wh.TimeoutSeconds,
+					AdmissionReviewVersions: wh.AdmissionReviewVersions, MatchConditions: wh.MatchConditions,
+				}})
+		}
+	}
+	return out
+}
+
 func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(t *testing.T) {
 	h := newHelm(t)
 	type want struct {
-		group, scope, policy string
-		ops                  []admissionregistrationv1.OperationType
+		kind, group, scope, policy string
+		ops                        []admissionregistrationv1.OperationType
 	}
 	cu := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	const validating, mutating = "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
+	// Claims are judged at the mutating stage: the API server drops a data
+	// source of the wrong group before validating admission would see it.
 	wants := map[string]want{
-		"volumesnapshots":        {"snapshot.storage.k8s.io", "Namespaced", "Fail", cu},
-		"volumesnapshotcontents": {"snapshot.storage.k8s.io", "Cluster", "Fail", cu},
-		"volumesnapshotclasses":  {"snapshot.storage.k8s.io", "Cluster", "Fail", cu},
-		"persistentvolumeclaims": {"", "Namespaced", "Ignore", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
+		"volumesnapshots":        {validating, "snapshot.storage.k8s.io", "Namespaced", "Fail", cu},
+		"volumesnapshotcontents": {validating, "snapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"volumesnapshotclasses":  {validating, "snapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"persistentvolumeclaims": {mutating, "", "Namespaced", "Ignore", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
 	}
 	for _, kv := range []string{kubeOld, kubeNew} {
 		t.Run(kv, func(t *testing.T) {
-			var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-			parseManifest(t, h.template(t, kv)).into(t, "ValidatingWebhookConfiguration", "snapkeeper-webhook", &vwc)
-			if len(vwc.Webhooks) != len(wants) {
-				t.Fatalf("%d webhook entries, want one per resource (%d)", len(vwc.Webhooks), len(wants))
+			entries := webhookEntries(t, parseManifest(t, h.template(t, kv)), "snapkeeper-webhook")
+			if len(entries) != len(wants) {
+				t.Fatalf("%d webhook entries, want one per resource (%d)", len(entries), len(wants))
 			}
-			for _, wh := range vwc.Webhooks {
+			for _, wh := range entries {
 				res := strings.TrimSuffix(wh.Name, ".validation.snapkeeper.io")
 				w, ok := wants[res]
 				if !ok {
 					t.Errorf("unexpected entry %s", wh.Name)
 					continue
+				}
+				if wh.kind != w.kind {
+					t.Errorf("%s is in a %s, want a %s", wh.Name, wh.kind, w.kind)
+				}
+				if (wh.kind == mutating) != (wh.reinvocation != nil && *wh.reinvocation == admissionregistrationv1.NeverReinvocationPolicy) {
+					t.Errorf("%s: reinvocationPolicy %v, want Never on the mutating entry (it never patches)", wh.Name, wh.reinvocation)
 				}
 				if len(wh.Rules) != 1 {
 					t.Fatalf("%s: %d rules", wh.Name, len(wh.Rules))
@@ -194,19 +242,32 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 	}
 
 	t.Run("values change one entry only", func(t *testing.T) {
-		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		parseManifest(t, h.template(t, kubeNew,
+		entries := webhookEntries(t, parseManifest(t, h.template(t, kubeNew,
 			"--set", "webhook.admission.rules.persistentvolumeclaims.failurePolicy=Fail",
 			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
 			"--set", "webhook.admission.timeoutSeconds=10",
-			"--set", "webhook.admission.matchConditions=false")).into(t, "ValidatingWebhookConfiguration", "snapkeeper-webhook", &vwc)
-		if len(vwc.Webhooks) != 3 {
-			t.Fatalf("%d entries, want 3", len(vwc.Webhooks))
+			"--set", "webhook.admission.matchConditions=false")), "snapkeeper-webhook")
+		if len(entries) != 3 {
+			t.Fatalf("%d entries, want 3", len(entries))
 		}
-		for _, wh := range vwc.Webhooks {
+		for _, wh := range entries {
 			if *wh.FailurePolicy != admissionregistrationv1.Fail || *wh.TimeoutSeconds != 10 || len(wh.MatchConditions) != 0 {
 				t.Errorf("%s: policy %s, timeout %d, conditions %d", wh.Name, *wh.FailurePolicy, *wh.TimeoutSeconds, len(wh.MatchConditions))
 			}
+		}
+	})
+
+	t.Run("a configuration without entries is not rendered", func(t *testing.T) {
+		noClaims := parseManifest(t, h.template(t, kubeNew, "--set", "webhook.admission.rules.persistentvolumeclaims.enabled=false")).kinds()
+		if noClaims["MutatingWebhookConfiguration"] != 0 || noClaims["ValidatingWebhookConfiguration"] != 1 {
+			t.Errorf("claims disabled: %v", noClaims)
+		}
+		claimsOnly := parseManifest(t, h.template(t, kubeNew,
+			"--set", "webhook.admission.rules.volumesnapshots.enabled=false",
+			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
+			"--set", "webhook.admission.rules.volumesnapshotclasses.enabled=false")).kinds()
+		if claimsOnly["MutatingWebhookConfiguration"] != 1 || claimsOnly["ValidatingWebhookConfiguration"] != 0 {
+			t.Errorf("snapshot kinds disabled: %v", claimsOnly)
 		}
 	})
 }
@@ -268,11 +329,17 @@ func TestRBACGrantsEachComponentOnlyWhatItUses(t *testing.T) {
 			t.Errorf("the binder may touch secrets: %+v", rule)
 		}
 	}
+	configs := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
+	patchesConfigs := false
 	for _, rule := range webhook.Rules {
 		writes := slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" })
-		if writes && (len(rule.ResourceNames) == 0 || !slices.Equal(rule.Resources, []string{"validatingwebhookconfigurations"})) {
-			t.Errorf("the webhook may write more than its own webhook configuration: %+v", rule)
+		if writes && (!slices.Equal(rule.ResourceNames, []string{"snapkeeper-webhook"}) || !slices.Equal(rule.Resources, configs)) {
+			t.Errorf("the webhook may write more than its own webhook configurations: %+v", rule)
 		}
+		patchesConfigs = patchesConfigs || (writes && slices.Equal(rule.Resources, configs))
+	}
+	if !patchesConfigs {
+		t.Error("selfManaged: the webhook may not patch caBundle of its validating and mutating configurations")
 	}
 }
 
@@ -362,7 +429,7 @@ func TestTheDriverChartExampleRendersTheCSISide(t *testing.T) {
 	if len(side.VolumeMounts) != 1 || side.VolumeMounts[0].Name != "socket-dir" {
 		t.Errorf("CSI side mounts %+v", side.VolumeMounts)
 	}
-	if k := r.kinds(); k["CustomResourceDefinition"] != 0 || k["ValidatingWebhookConfiguration"] != 0 {
+	if k := r.kinds(); k["CustomResourceDefinition"] != 0 || k["ValidatingWebhookConfiguration"] != 0 || k["MutatingWebhookConfiguration"] != 0 {
 		t.Errorf("the subchart rendered more than templates: %v", k)
 	}
 	var role rbacv1.ClusterRole
@@ -479,15 +546,15 @@ func TestOptionalObjectsRenderValidObjects(t *testing.T) {
 	if role.Namespace != "kube-system" {
 		t.Errorf("Lease Role in %q", role.Namespace)
 	}
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	r.into(t, "ValidatingWebhookConfiguration", "snapkeeper-webhook", &vwc)
-	if !strings.Contains(vwc.Webhooks[0].MatchConditions[0].Expression, "system:serviceaccount:kube-system:ebs-csi-controller") {
-		t.Errorf("the CSI side's requests are not skipped: %s", vwc.Webhooks[0].MatchConditions[0].Expression)
+	for _, wh := range webhookEntries(t, r, "snapkeeper-webhook") {
+		if !strings.Contains(wh.MatchConditions[0].Expression, "system:serviceaccount:kube-system:ebs-csi-controller") {
+			t.Errorf("%s: the CSI side's requests are not skipped: %s", wh.Name, wh.MatchConditions[0].Expression)
+		}
 	}
 
 	// Each component alone.
 	only := parseManifest(t, h.template(t, kubeNew, "--set", "webhook.enabled=false"))
-	if k := only.kinds(); k["ValidatingWebhookConfiguration"] != 0 || k["Deployment"] != 1 {
+	if k := only.kinds(); k["ValidatingWebhookConfiguration"] != 0 || k["MutatingWebhookConfiguration"] != 0 || k["Deployment"] != 1 {
 		t.Errorf("webhook.enabled=false renders %v", k)
 	}
 	only = parseManifest(t, h.template(t, kubeNew, "--set", "controller.enabled=false", "--set", "crds.install=false"))

@@ -21,7 +21,10 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -97,29 +100,83 @@ func (w *testWebhook) serve(rw http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(rw).Encode(&review)
 }
 
-// pointAtLoopback replaces the Service of every webhook entry by a URL on
-// the test webhook: this API server has no Service routing. Everything else
-// of the configuration stays as the chart rendered it.
+// pointAtLoopback replaces the Service of every webhook entry of both
+// configurations named name (validating: snapshot kinds; mutating: claims)
+// by a URL on the test webhook: this API server has no Service routing.
+// Everything else of the configurations stays as the chart rendered it.
 func pointAtLoopback(t *testing.T, env *framework.Env, name, addr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	patch := func(configs []admissionregistrationv1.WebhookClientConfig) []byte {
+		var ops []map[string]any
+		for i, c := range configs {
+			cc := map[string]any{"url": fmt.Sprintf("https://%s%s", addr, *c.Service.Path)}
+			if len(c.CABundle) > 0 {
+				cc["caBundle"] = c.CABundle
+			}
+			ops = append(ops, map[string]any{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/clientConfig", i), "value": cc})
+		}
+		body, _ := json.Marshal(ops)
+		return body
+	}
+	reg := env.Kube.AdmissionregistrationV1()
+	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ops []map[string]any
-	for i, wh := range vwc.Webhooks {
-		url := fmt.Sprintf("https://%s%s", addr, *wh.ClientConfig.Service.Path)
-		cc := map[string]any{"url": url}
-		if len(wh.ClientConfig.CABundle) > 0 {
-			cc["caBundle"] = wh.ClientConfig.CABundle
-		}
-		ops = append(ops, map[string]any{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/clientConfig", i), "value": cc})
+	var configs []admissionregistrationv1.WebhookClientConfig
+	for _, wh := range vwc.Webhooks {
+		configs = append(configs, wh.ClientConfig)
 	}
-	body, _ := json.Marshal(ops)
-	if _, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := reg.ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, patch(configs), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs = nil
+	for _, wh := range mwc.Webhooks {
+		configs = append(configs, wh.ClientConfig)
+	}
+	if _, err := reg.MutatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, patch(configs), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// caBundles returns the caBundle of every entry of both configurations named
+// name, by kind and entry name.
+func caBundles(ctx context.Context, env *framework.Env, name string) (map[string][]byte, error) {
+	reg := env.Kube.AdmissionregistrationV1()
+	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, wh := range vwc.Webhooks {
+		out["validating "+wh.Name] = wh.ClientConfig.CABundle
+	}
+	for _, wh := range mwc.Webhooks {
+		out["mutating "+wh.Name] = wh.ClientConfig.CABundle
+	}
+	return out, nil
+}
+
+// restoreClaim is a claim restoring from a snapshot; labels decide what the
+// test webhook answers.
+func restoreClaim(apiGroup *string, labels map[string]string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "restore-", Labels: labels},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			DataSource:  &corev1.TypedLocalObjectReference{APIGroup: apiGroup, Kind: "VolumeSnapshot", Name: "snap"},
+		},
 	}
 }
 
@@ -199,6 +256,13 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 		}
 		if err := create(false); err != nil {
 			t.Fatalf("%s: an allowed object: %v", stage, err)
+		}
+		// Claims go through the mutating configuration (failurePolicy
+		// Ignore: only a call over trusted TLS can deny).
+		claim := restoreClaim(ptr("snapshot.storage.k8s.io"), map[string]string{"deny": "true"})
+		if _, err := env.Kube.CoreV1().PersistentVolumeClaims(apps).Create(ctx, claim, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil ||
+			!strings.Contains(err.Error(), "denied by the selfManaged test webhook") {
+			t.Fatalf("%s: a denied claim got %v: the API server did not call the mutating webhook over trusted TLS", stage, err)
 		}
 	}
 	expectDenied("before the rotation")
@@ -293,39 +357,41 @@ func bundleMatchesSecret(ctx context.Context, env *framework.Env, ns string, f *
 	if err != nil {
 		return false, err
 	}
-	vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, f.WebhookConfiguration, metav1.GetOptions{})
+	bundles, err := caBundles(ctx, env, f.WebhookConfiguration)
 	if err != nil {
 		return false, err
 	}
-	for _, wh := range vwc.Webhooks {
-		if string(wh.ClientConfig.CABundle) != string(s.Data["ca.crt"]) {
+	for _, b := range bundles {
+		if string(b) != string(s.Data["ca.crt"]) {
 			return false, nil
 		}
 	}
-	return true, nil
+	return len(bundles) == 4, nil
 }
 
-// callTrustingBundle reads the first caBundle of the configuration and
-// makes one TLS request to the webhook trusting exactly that bundle, as the
-// API server does.
-func callTrustingBundle(ctx context.Context, env *framework.Env, vwcName, addr string) error {
-	vwc, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
+// callTrustingBundle reads the caBundle of every entry of both
+// configurations and makes one TLS request to the webhook trusting exactly
+// each bundle, as the API server does.
+func callTrustingBundle(ctx context.Context, env *framework.Env, name, addr string) error {
+	bundles, err := caBundles(ctx, env, name)
 	if err != nil {
 		return err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle) {
-		return fmt.Errorf("caBundle holds no certificate")
+	for entry, bundle := range bundles {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(bundle) {
+			return fmt.Errorf("%s: caBundle holds no certificate", entry)
+		}
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+			DisableKeepAlives: true,
+		}}
+		resp, err := client.Post("https://"+addr+"/validate/volumesnapshots", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return fmt.Errorf("trusting the bundle of %s: %w", entry, err)
+		}
+		resp.Body.Close()
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
-		DisableKeepAlives: true,
-	}}
-	resp, err := client.Post("https://"+addr+"/validate/volumesnapshots", "application/json", strings.NewReader("{}"))
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
 	return nil
 }
 
