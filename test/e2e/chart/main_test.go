@@ -202,15 +202,15 @@ func versionProxy(t *testing.T, env *framework.Env, gitVersion string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // loopback test server
-	proxy.FlushInterval = -1
-	// client-go sends no bearer token over plain HTTP: the proxy adds the
-	// admin's.
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		direct(r)
-		r.Header.Set("Authorization", "Bearer "+framework.AdminToken)
+	proxy := &httputil.ReverseProxy{
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback test server
+		FlushInterval: -1,
+		// client-go sends no bearer token over plain HTTP: the proxy adds
+		// the admin's.
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Header.Set("Authorization", "Bearer "+framework.AdminToken)
+		},
 	}
 	v := strings.Split(strings.TrimPrefix(gitVersion, "v"), ".")
 	info := version.Info{Major: v[0], Minor: v[1], GitVersion: "v" + strings.TrimPrefix(gitVersion, "v"), Platform: "linux/amd64"}

@@ -32,8 +32,6 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-func ptr[T any](v T) *T { return &v }
-
 // Full gRPC method names, as the mock counts them in /calls.
 const (
 	mCreate = "/csi.v1.Controller/CreateSnapshot"
