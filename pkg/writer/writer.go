@@ -112,6 +112,7 @@ func (w *Writer) PatchContent(ctx context.Context, c *snapv1.VolumeSnapshotConte
 	if err != nil {
 		return nil, fmt.Errorf("patch VolumeSnapshotContent %s: %w", c.Name, err)
 	}
+	w.stale.wrote(c)
 	return out, nil
 }
 

@@ -57,7 +57,10 @@ type Controller struct {
 	pvcIndex  cache.Indexer
 	synced    []cache.InformerSynced
 	// created holds contents this binder created until its cache has them.
-	created      gosync.Map
+	created gosync.Map
+	// deleted holds the UIDs of contents this binder deleted until the
+	// cache shows their deletion, so a stale copy is not deleted twice.
+	deleted      gosync.Map
 	snapshotLoop *sync.Loop
 	contentLoop  *sync.Loop
 	pvcLoop      *sync.Loop
@@ -173,6 +176,9 @@ func (c *Controller) onContent(obj any) {
 		return
 	}
 	c.created.Delete(content.Name)
+	if content.DeletionTimestamp != nil {
+		c.deleted.Delete(content.UID) // the cache shows the deletion now
+	}
 	c.contentLoop.Add(content.Name)
 	ref := content.Spec.VolumeSnapshotRef
 	if ref.Name != "" {

@@ -28,6 +28,9 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 	if err != nil {
 		return sync.Result{}, err
 	}
+	if content != nil && c.cfg.Writer.Stale(content) {
+		return sync.Result{}, nil // our mark is on its way back as an event
+	}
 	if content != nil {
 		mark := &writer.Patch{}
 		mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
@@ -35,10 +38,12 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 			return sync.Result{}, err
 		}
 		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
-			if content.DeletionTimestamp == nil {
+			if _, sent := c.deleted.Load(content.UID); content.DeletionTimestamp == nil && !sent {
 				if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
 					return sync.Result{}, err
 				}
+				// The cache may show it undeleted a moment longer.
+				c.deleted.Store(content.UID, struct{}{})
 			}
 			// The content's delete event brings us back once the CSI side
 			// removed the backend snapshot and its finalizer.

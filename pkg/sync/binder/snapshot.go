@@ -2,6 +2,7 @@ package binder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -96,22 +97,27 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 		return c.fail(ctx, vs, prob)
 	}
 	c.cfg.Metrics.start(vs.UID, OpCreateSnapshotAndReady)
-	// 1. The snapshot's finalizers, and the resolved default class, in one write.
+	// 1. The snapshot's finalizers, and the resolved default class, in one
+	// write; 2. the source claim's protection. Both must be stored before
+	// the content exists (nothing can be cut earlier); they are independent
+	// of each other, so they are sent together.
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(vs, snapshotFinalizers(plan.class.DeletionPolicy)...)
 	if vs.Spec.VolumeSnapshotClassName == nil {
 		p.Fields = map[string]any{"spec": map[string]any{"volumeSnapshotClassName": plan.class.Name}}
 	}
-	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
-		return sync.Result{}, err
-	}
-	// 2. Protect the source claim before anything can be cut from it.
 	pp := &writer.Patch{}
 	pp.Meta.AddFinalizers(plan.pvc, snapshot.FinalizerPVCAsSource)
-	if _, err := c.cfg.Writer.PatchPVC(ctx, plan.pvc, pp); err != nil {
+	claimErr := make(chan error, 1)
+	go func() {
+		_, err := c.cfg.Writer.PatchPVC(ctx, plan.pvc, pp)
+		claimErr <- err
+	}()
+	_, snapErr := c.cfg.Writer.PatchSnapshot(ctx, vs, p)
+	if err := errors.Join(snapErr, <-claimErr); err != nil {
 		return sync.Result{}, err
 	}
-	// 3. The content, created with its finalizer and the being-created mark.
+	// 3. The content, born with its finalizer and the being-created mark.
 	content := c.newContent(vs, plan)
 	created, err := c.cfg.Writer.CreateContent(ctx, content)
 	switch {
