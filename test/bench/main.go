@@ -1,0 +1,205 @@
+// Command bench runs snapkeeper and the community snapshot controllers
+// (external-snapshotter v8.6.0) through the same scenario on a real local
+// control plane with the mock CSI driver, and writes the side-by-side figures
+// to docs/benchmarks.md:
+//
+//	make tools bin/snapshot-controller bin/csi-snapshotter
+//	go run ./test/bench -n 500 -out docs/benchmarks.md
+//
+// Each system gets a fresh etcd + kube-apiserver: its raw write ceiling
+// (ConfigMap create+patch), then N snapshots of N bound PVCs created at
+// once, waited for, deleted and waited for again. A steady-state run
+// restarts each system over M ready snapshots, and the admission webhook's
+// latency is measured directly and through the API server. The command exits
+// non-zero when a snapshot does not become ready in time, a backend snapshot
+// is left behind, or a run fails.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+type options struct {
+	n                 int
+	systems           string
+	skipCommunity     bool
+	communityDefaultN int
+	createConc        int
+	ceilingOps        int
+	ceilingConc       int
+	quiet             time.Duration
+	steadyM           int
+	steadyIdle        time.Duration
+	steadySystems     string
+	admission         bool
+	admissionRequests int
+	admissionAPIReqs  int
+	out               string
+	keep              bool
+	oursArgs          string
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.IntVar(&o.n, "n", 500, "Snapshots (and bound PVCs) in the create/delete scenario.")
+	fs.StringVar(&o.systems, "systems", "ours,community-tuned,community-default", "Systems for the scenario, comma-separated: ours, community-tuned, community-default.")
+	fs.BoolVar(&o.skipCommunity, "skip-community", false, "Run only snapkeeper (scenario and steady state).")
+	fs.IntVar(&o.communityDefaultN, "community-default-n", 0, "Snapshots for the community pair at default flags (0: same as -n). A smaller value is reported as measured and extrapolated linearly to -n: at QPS 5 its time is client-side waiting that grows with N.")
+	fs.IntVar(&o.createConc, "create-concurrency", 100, "Goroutines creating (and deleting) the snapshots.")
+	fs.IntVar(&o.ceilingOps, "ceiling-ops", 2000, "Objects created and then patched to measure the raw write ceiling (ConfigMaps, then VolumeSnapshots).")
+	fs.IntVar(&o.ceilingConc, "ceiling-concurrency", 64, "Goroutines of the write-ceiling measurement.")
+	fs.DurationVar(&o.quiet, "quiet", 3*time.Second, "A window ends when no API write happened for this long.")
+	fs.IntVar(&o.steadyM, "steady-m", 5000, "Ready snapshots held during the steady-state restart (0 skips it).")
+	fs.DurationVar(&o.steadyIdle, "steady-idle", 60*time.Second, "Idle window after the restart in which writes and CSI calls are counted.")
+	fs.StringVar(&o.steadySystems, "steady-systems", "ours,community-tuned", "Systems for the steady-state restart.")
+	fs.BoolVar(&o.admission, "admission", true, "Measure the admission webhook's latency.")
+	fs.IntVar(&o.admissionRequests, "admission-requests", 4000, "Requests per row sent straight to the webhook.")
+	fs.IntVar(&o.admissionAPIReqs, "admission-api-requests", 1000, "Requests per row sent through the API server (dry-run creates).")
+	fs.StringVar(&o.out, "out", "", "Write the Markdown report here (rewritten after every stage); it is always printed too.")
+	fs.StringVar(&o.oursArgs, "ours-args", "", "Extra flags for snapkeeper, space-separated (experiments only: the report labels them as not the defaults).")
+	fs.BoolVar(&o.keep, "keep", false, "Keep the control planes' directories (logs) even on success.")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, o, strings.Join(os.Args[1:], " ")))
+}
+
+func run(ctx context.Context, o options, args string) int {
+	defer removeOwnBinaries()
+	for _, name := range []string{"kube-apiserver", "etcd", "mock-csi-driver"} {
+		if _, err := framework.Tool(name); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
+	oursArgs := strings.Fields(o.oursArgs)
+	systems, err := pick(o.systems, o.skipCommunity, oursArgs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	steadySystems, err := pick(o.steadySystems, o.skipCommunity, oursArgs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	rep := &report{opts: o, args: args, started: time.Now(), machine: describeMachine()}
+	flush := func() {
+		if o.out == "" {
+			return
+		}
+		// Re-read on every write, so notes edited during a long run survive.
+		if a := keptAnalysis(o.out); a != "" {
+			rep.analysis = a
+		}
+		if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
+			logf("write %s: %v", o.out, err)
+		}
+	}
+
+	for _, sys := range systems {
+		so := scenarioOptions{n: o.n, createConc: o.createConc, ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep}
+		if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
+			so.n = o.communityDefaultN
+		}
+		r := runScenario(ctx, sys, so)
+		if r.Err != nil {
+			logf("[%s] FAILED: %v", sys.ID, r.Err)
+		}
+		rep.scenarios = append(rep.scenarios, r)
+		flush()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if o.steadyM > 0 && ctx.Err() == nil {
+		for _, sys := range steadySystems {
+			if sys.ID == sysCommunityDefault {
+				logf("[steady] community-default would need hours to fill %d snapshots at QPS 5; skipped", o.steadyM)
+				continue
+			}
+			r := runSteady(ctx, sys, steadyOptions{m: o.steadyM, createConc: o.createConc, idle: o.steadyIdle, quiet: o.quiet, keep: o.keep})
+			if r.Err != nil {
+				logf("[steady %s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.steady = append(rep.steady, r)
+			flush()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if o.admission && ctx.Err() == nil {
+		rep.admission = runAdmission(ctx, admissionOptions{requests: o.admissionRequests, apiRequests: o.admissionAPIReqs, levels: []int{1, 16, 64}, keep: o.keep})
+		if rep.admission.Err != nil {
+			logf("[admission] FAILED: %v", rep.admission.Err)
+		}
+	}
+	rep.finished = time.Now()
+	flush()
+	fmt.Println(rep.markdown())
+	if failed := rep.failures(); len(failed) > 0 || ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "\nBENCHMARK FAILED:")
+		for _, f := range failed {
+			fmt.Fprintln(os.Stderr, "  -", f)
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "  - interrupted")
+		}
+		return 1
+	}
+	return 0
+}
+
+func pick(list string, skipCommunity bool, oursArgs []string) ([]*system, error) {
+	all := allSystems(oursArgs)
+	var out []*system
+	for _, id := range strings.Split(list, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" || (skipCommunity && id != sysOurs) {
+			continue
+		}
+		found := false
+		for _, s := range all {
+			if s.ID == id {
+				out = append(out, s)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-default)", id)
+		}
+	}
+	return out, nil
+}
+
+// ownBuilt is a command that framework.OwnBinary has built in this process.
+var ownBuilt string
+
+// removeOwnBinaries deletes the temp directory in which the framework built
+// our commands (the framework removes it itself only under `go test`).
+func removeOwnBinaries() {
+	if ownBuilt == "" {
+		return
+	}
+	p, err := framework.OwnBinary(ownBuilt) // cached: no build
+	if err != nil {
+		return
+	}
+	dir := filepath.Dir(p)
+	if strings.HasPrefix(filepath.Base(dir), "snapkeeper-bin-") {
+		os.RemoveAll(dir)
+	}
+}

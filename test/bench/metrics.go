@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// writeKey names one kind of API write as the API server counts it:
+// verb is apiserver_request_total's verb label (POST, PUT, PATCH, DELETE,
+// APPLY, DELETECOLLECTION), resource includes the subresource
+// ("volumesnapshots/status").
+type writeKey struct {
+	Verb     string
+	Resource string
+}
+
+func (k writeKey) String() string { return verbName(k.Verb) + " " + k.Resource }
+
+// verbName is the client-go style name of an API server verb label.
+func verbName(v string) string {
+	switch v {
+	case "POST":
+		return "create"
+	case "PUT":
+		return "update"
+	case "PATCH":
+		return "patch"
+	case "APPLY":
+		return "apply"
+	case "DELETE":
+		return "delete"
+	case "DELETECOLLECTION":
+		return "deletecollection"
+	}
+	return strings.ToLower(v)
+}
+
+// writeVerbs are the verbs that change state.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// ignoredResources are written by the API server itself on a timer (its
+// identity Lease) and by nobody under test: no system runs leader election.
+var ignoredResources = map[string]bool{"leases": true}
+
+// writeCounts are API writes by kind; codes counts them by HTTP code.
+type writeCounts struct {
+	ByKey  map[writeKey]float64
+	ByCode map[string]float64 // "409" etc., over all keys
+}
+
+func newWriteCounts() writeCounts {
+	return writeCounts{ByKey: map[writeKey]float64{}, ByCode: map[string]float64{}}
+}
+
+// Sub returns w - o.
+func (w writeCounts) Sub(o writeCounts) writeCounts {
+	out := newWriteCounts()
+	for k, v := range w.ByKey {
+		if d := v - o.ByKey[k]; d != 0 {
+			out.ByKey[k] = d
+		}
+	}
+	for k, v := range w.ByCode {
+		if d := v - o.ByCode[k]; d != 0 {
+			out.ByCode[k] = d
+		}
+	}
+	return out
+}
+
+// Total is the number of writes, optionally only those for which keep is true.
+func (w writeCounts) Total(keep func(writeKey) bool) float64 {
+	var s float64
+	for k, v := range w.ByKey {
+		if keep == nil || keep(k) {
+			s += v
+		}
+	}
+	return s
+}
+
+// Keys returns the keys sorted by resource, then verb.
+func (w writeCounts) Keys() []writeKey {
+	keys := make([]writeKey, 0, len(w.ByKey))
+	for k := range w.ByKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Resource != keys[j].Resource {
+			return keys[i].Resource < keys[j].Resource
+		}
+		return verbName(keys[i].Verb) < verbName(keys[j].Verb)
+	})
+	return keys
+}
+
+func isEvent(k writeKey) bool    { return k.Resource == "events" }
+func isNotEvent(k writeKey) bool { return !isEvent(k) }
+
+// apiServer scrapes the API server's own request counters.
+type apiServer struct {
+	url    string
+	client *http.Client
+}
+
+func newAPIServer(env *framework.Env) *apiServer {
+	return &apiServer{url: env.URL, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local test API server with a self-signed cert
+	}}}
+}
+
+// Writes returns apiserver_request_total summed per write verb and resource
+// (all codes), without the ignored resources.
+func (a *apiServer) Writes(ctx context.Context) (writeCounts, error) {
+	out := newWriteCounts()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/metrics", nil)
+	if err != nil {
+		return out, err
+	}
+	req.Header.Set("Authorization", "Bearer "+framework.AdminToken)
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return out, fmt.Errorf("scrape API server metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("scrape API server metrics: %s", resp.Status)
+	}
+	err = eachSample(resp.Body, "apiserver_request_total", func(labels map[string]string, v float64) {
+		if !writeVerbs[labels["verb"]] || ignoredResources[labels["resource"]] {
+			return
+		}
+		res := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			res += "/" + sub
+		}
+		out.ByKey[writeKey{Verb: labels["verb"], Resource: res}] += v
+		out.ByCode[labels["code"]] += v
+	})
+	return out, err
+}
+
+// WaitQuiet scrapes the write counters every interval until they did not
+// change for quiet, or timeout passes; it returns the last counters.
+func (a *apiServer) WaitQuiet(ctx context.Context, quiet, timeout time.Duration) (writeCounts, error) {
+	deadline := time.Now().Add(timeout)
+	last, err := a.Writes(ctx)
+	if err != nil {
+		return last, err
+	}
+	stableSince := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(quiet / 4):
+		}
+		cur, err := a.Writes(ctx)
+		if err != nil {
+			return last, err
+		}
+		if cur.Total(nil) != last.Total(nil) {
+			stableSince = time.Now()
+		}
+		last = cur
+		if time.Since(stableSince) >= quiet {
+			return last, nil
+		}
+		if time.Now().After(deadline) {
+			return last, fmt.Errorf("API writes still going on after %s", timeout)
+		}
+	}
+}
+
+// eachSample calls fn for every sample of metric name in a Prometheus text
+// exposition. Label values here never hold escaped quotes or commas.
+func eachSample(r io.Reader, name string, fn func(labels map[string]string, v float64)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		labels := map[string]string{}
+		if strings.HasPrefix(rest, "{") {
+			end := strings.LastIndex(rest, "}")
+			if end < 0 {
+				continue
+			}
+			for _, kv := range splitLabels(rest[1:end]) {
+				k, v, ok := strings.Cut(kv, "=")
+				if ok {
+					labels[k] = strings.Trim(v, `"`)
+				}
+			}
+			rest = rest[end+1:]
+		} else if !strings.HasPrefix(rest, " ") {
+			continue // a longer metric name with the same prefix
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		fn(labels, v)
+	}
+	return sc.Err()
+}
+
+// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	inQuote, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			if i == 0 || s[i-1] != '\\' {
+				inQuote = !inQuote
+			}
+		case ',':
+			if !inQuote {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// scrape returns the samples of metric name from a component's /metrics.
+func scrape(ctx context.Context, addr, name string) ([]sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out []sample
+	err = eachSample(resp.Body, name, func(l map[string]string, v float64) { out = append(out, sample{l, v}) })
+	return out, err
+}
+
+type sample struct {
+	Labels map[string]string
+	Value  float64
+}
+
+// procStat is the CPU time and memory of one process.
+type procStat struct {
+	CPU   time.Duration // user + system
+	HWMkB int64         // peak resident set (VmHWM)
+	RSSkB int64         // resident set now (VmRSS)
+}
+
+// clockTick is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTick = 100
+
+// readProc reads /proc/<pid>/stat and /proc/<pid>/status.
+func readProc(pid int) (procStat, error) {
+	var st procStat
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return st, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndex(s, ")")+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return st, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	st.CPU = time.Duration(ut+stt) * time.Second / clockTick
+	b, err = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return st, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmHWM":
+			st.HWMkB = n
+		case "VmRSS":
+			st.RSSkB = n
+		}
+	}
+	return st, nil
+}
+
+// readProcs sums CPU and memory over pids (peak RSS is the sum of the peaks).
+func readProcs(pids []int) (procStat, error) {
+	var sum procStat
+	for _, pid := range pids {
+		st, err := readProc(pid)
+		if err != nil {
+			return sum, err
+		}
+		sum.CPU += st.CPU
+		sum.HWMkB += st.HWMkB
+		sum.RSSkB += st.RSSkB
+	}
+	return sum, nil
+}
+
+// findPids returns the processes whose command line holds every fragment
+// (used to find the control plane's kube-apiserver and etcd, which the
+// framework does not expose).
+func findPids(fragments ...string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		cmd := string(b)
+		ok := true
+		for _, f := range fragments {
+			if !strings.Contains(cmd, f) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

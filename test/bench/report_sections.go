@@ -1,0 +1,346 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+func (r *report) targetsSection(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	ours := r.scenario(sysOurs)
+	tuned := r.scenario(sysCommunityTuned)
+	def := r.scenario(sysCommunityDefault)
+	var steadyOurs *steadyResult
+	for _, s := range r.steady {
+		if s.System.ID == sysOurs && s.Err == nil {
+			steadyOurs = s
+		}
+	}
+	p("## Targets (issues 4 and 7)")
+	p("")
+	p("| target | measured | |")
+	p("|---|---|---|")
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**MISSED**"
+	}
+	if ours == nil {
+		p("| (snapkeeper's scenario did not run or failed) | | |")
+	} else {
+		n := ours.N
+		ready, deleted := ours.Create.Duration, ours.Delete.Duration
+		note := ""
+		if n != 500 {
+			note = fmt.Sprintf(" (measured at N=%d; the target is for 500)", n)
+		}
+		p("| all ready within 5 s, 500 snapshots | %s%s | %s |", secs(ready), note, verdict(ready <= 5*time.Second))
+		p("| all deleted within 5 s | %s%s | %s |", secs(deleted), note, verdict(deleted <= 5*time.Second))
+		w := ours.Create.Writes.Total(isNotEvent) / float64(n)
+		p("| at most 7 API writes per snapshot (create, binder + CSI side, without the user's create) | %.2f | %s |", w, verdict(w <= 7.0001))
+		ev := (eventsCreated(ours.Create) + eventsCreated(ours.Delete)) / float64(n)
+		p("| at most 1 event per snapshot (create + delete) | %.2f | %s |", ev, verdict(ev <= 1.0001))
+		if tuned != nil {
+			t := extrapolated(tuned.Create.Duration, tuned.N, n)
+			p("| all-ready in at most 1/10 of the tuned community pair's time | %s vs %s: 1/%.1f | %s |", secs(ready), secs(t), t.Seconds()/ready.Seconds(), verdict(ready*10 <= t))
+		}
+		if def != nil {
+			t := extrapolated(def.Create.Duration, def.N, n)
+			how := ""
+			if def.N != n {
+				how = fmt.Sprintf(" (community extrapolated from N=%d)", def.N)
+			}
+			p("| all-ready in at most 1/100 of the default community pair's time | %s vs %s%s: 1/%.0f | %s |", secs(ready), secs(t), how, t.Seconds()/ready.Seconds(), verdict(ready*100 <= t))
+		}
+	}
+	if steadyOurs != nil {
+		w := steadyOurs.Writes.Total(nil)
+		p("| restart over %d ready snapshots: 0 API writes | %.0f | %s |", steadyOurs.M, w, verdict(w == 0))
+		c := snapshotCalls(steadyOurs.Calls)
+		p("| restart over %d ready snapshots: 0 snapshot CSI calls | %d | %s |", steadyOurs.M, c, verdict(c == 0))
+	}
+	if r.admission != nil && !r.admission.Missing && r.admission.Err == nil {
+		for _, c := range []int{1, 16, 64} {
+			worst, what := time.Duration(0), ""
+			for _, row := range r.admission.Rows {
+				if row.Path == "webhook (direct)" && row.Concurrency == c && row.P99 >= worst {
+					worst, what = row.P99, row.Request
+				}
+			}
+			if what != "" {
+				p("| admission p99 under 5 ms, directly, concurrency %d (issue 3) | %s (%s) | %s |", c, ms(worst), what, verdict(worst < 5*time.Millisecond))
+			}
+		}
+	}
+	p("")
+}
+
+func (r *report) detailSections(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	var ok []*scenarioResult
+	for _, s := range r.scenarios {
+		if s.Err == nil {
+			ok = append(ok, s)
+		}
+	}
+	if len(ok) == 0 {
+		return
+	}
+	header := func(first string) {
+		p("| %s | %s |", first, joinCols(ok, func(s *scenarioResult) string { return s.System.Label }))
+		p("|---|%s", strings.Repeat("---|", len(ok)))
+	}
+	p("### Where the time goes: when snapshots reach each stage (median / last, from the first request)")
+	p("")
+	header("stage")
+	for _, st := range append(append([]string{}, createStages...), deleteStages...) {
+		create := slices.Contains(createStages, st)
+		p("| %s | %s |", st, joinCols(ok, func(s *scenarioResult) string {
+			ph := s.Delete
+			if create {
+				ph = s.Create
+			}
+			t, found := ph.Stages[st]
+			if !found {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f / %.2f s", t.P50.Seconds(), t.Last.Seconds())
+		}))
+	}
+	p("")
+	for _, ph := range []struct {
+		name string
+		get  func(*scenarioResult) phase
+	}{{"create", func(s *scenarioResult) phase { return s.Create }}, {"delete", func(s *scenarioResult) phase { return s.Delete }}} {
+		p("### API writes per snapshot by verb and resource, %s phase", ph.name)
+		p("")
+		p("From the API server's `apiserver_request_total` (every result code), minus the benchmark's own requests;")
+		p("the benchmark's own %s of the N VolumeSnapshots is not included.", map[string]string{"create": "creation", "delete": "deletion"}[ph.name])
+		p("")
+		header("write")
+		keys := map[writeKey]bool{}
+		for _, s := range ok {
+			for _, k := range ph.get(s).Writes.Keys() {
+				keys[k] = true
+			}
+		}
+		for _, k := range sortedWriteKeys(keys) {
+			p("| %s | %s |", k, joinCols(ok, func(s *scenarioResult) string { return per(ph.get(s).Writes.ByKey[k], s.N) }))
+		}
+		p("| **total without events** | %s |", joinCols(ok, func(s *scenarioResult) string { return "**" + per(ph.get(s).Writes.Total(isNotEvent), s.N) + "**" }))
+		p("")
+	}
+	p("### Events by object kind and reason (per snapshot, both phases)")
+	p("")
+	header("event")
+	reasons := map[string]bool{}
+	for _, s := range ok {
+		for k := range s.Create.Events {
+			reasons[k] = true
+		}
+		for k := range s.Delete.Events {
+			reasons[k] = true
+		}
+	}
+	for _, k := range sortedKeys(reasons) {
+		p("| %s | %s |", k, joinCols(ok, func(s *scenarioResult) string {
+			return per(float64(s.Create.Events[k]+s.Delete.Events[k]), s.N)
+		}))
+	}
+	p("")
+	p("### CSI calls per snapshot by method (both phases; failures as \"Method Code\")")
+	p("")
+	header("CSI call")
+	methods := map[string]bool{}
+	for _, s := range ok {
+		for k := range s.Create.Calls {
+			methods[k] = true
+		}
+		for k := range s.Delete.Calls {
+			methods[k] = true
+		}
+	}
+	for _, k := range sortedKeys(methods) {
+		p("| %s | %s |", k, joinCols(ok, func(s *scenarioResult) string {
+			return per(float64(s.Create.Calls[k]+s.Delete.Calls[k]), s.N)
+		}))
+	}
+	p("")
+	for _, s := range ok {
+		if len(s.OurMetrics) == 0 {
+			continue
+		}
+		p("### snapkeeper's own counters after the run (create + delete)")
+		p("")
+		p("| metric | value |")
+		p("|---|---|")
+		for _, k := range sortedKeys(s.OurMetrics) {
+			if s.OurMetrics[k] != 0 {
+				p("| `%s` | %.0f |", k, s.OurMetrics[k])
+			}
+		}
+		p("")
+	}
+}
+
+func sortedWriteKeys(m map[writeKey]bool) []writeKey {
+	w := newWriteCounts()
+	for k := range m {
+		w.ByKey[k] = 1
+	}
+	return w.Keys()
+}
+
+func (r *report) steadySection(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p("## Steady state: restart over %d ready snapshots", r.opts.steadyM)
+	p("")
+	if len(r.steady) == 0 {
+		p("(not run)")
+		p("")
+		return
+	}
+	p("A fresh control plane holds M ready snapshots (made by the system itself); the controllers are stopped and")
+	p("started again, and every API write and CSI call is counted from the new start until the end of an idle")
+	p("window of %s. A restart lists every object into fresh informers and hands each one to the sync", r.opts.steadyIdle)
+	p("functions once, which is the forced full resync that issue 7 allows in place of 10 idle minutes; the")
+	p("community pair's periodic resync (15 min) and our safety re-check (5 min, only objects that wait) fall")
+	p("outside a window shorter than that. The community pair runs with QPS 100/burst 200/100 workers here")
+	p("(filling %d snapshots at QPS 5 would take hours).", r.opts.steadyM)
+	p("")
+	p("| | %s |", joinCols(r.steady, func(s *steadyResult) string { return s.System.Label }))
+	p("|---|%s", strings.Repeat("---|", len(r.steady)))
+	row := func(name string, f func(s *steadyResult) string) {
+		p("| %s | %s |", name, joinCols(r.steady, func(s *steadyResult) string {
+			if s.Err != nil {
+				return "FAILED"
+			}
+			return f(s)
+		}))
+	}
+	row("M (ready snapshots)", func(s *steadyResult) string { return fmt.Sprint(s.M) })
+	row("time to make them ready", func(s *steadyResult) string { return secs(s.FillTime) })
+	row("restart to ready (ours: /readyz; community: metrics up + 2 s for the informers)", func(s *steadyResult) string { return secs(s.RestartTime) })
+	row("**API writes during restart + idle**", func(s *steadyResult) string { return fmt.Sprintf("**%.0f**", s.Writes.Total(nil)) })
+	row("writes by verb and resource", func(s *steadyResult) string {
+		var parts []string
+		for _, k := range s.Writes.Keys() {
+			parts = append(parts, fmt.Sprintf("%s: %.0f", k, s.Writes.ByKey[k]))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, "<br>")
+	})
+	row("**snapshot CSI calls**", func(s *steadyResult) string { return fmt.Sprintf("**%d**", snapshotCalls(s.Calls)) })
+	row("all CSI calls", func(s *steadyResult) string {
+		var parts []string
+		for _, k := range sortedKeys(s.Calls) {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, s.Calls[k]))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, "<br>")
+	})
+	row("controller CPU over the window", func(s *steadyResult) string { return fmt.Sprintf("%.2f s", s.CPU.Seconds()) })
+	row("RSS before the restart (all cached)", func(s *steadyResult) string { return mib(s.RSSBeforekB) })
+	row("RSS at the end of the window / peak", func(s *steadyResult) string { return mib(s.RSSkB) + " / " + mib(s.HWMkB) })
+	p("")
+}
+
+func mib(kb int64) string { return fmt.Sprintf("%.0f MiB", float64(kb)/1024) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func (r *report) admissionSection(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p("## Admission latency (snapkeeper-webhook)")
+	p("")
+	switch {
+	case r.admission == nil:
+		p("(not run)")
+	case r.admission.Missing:
+		p("**TODO**: `./cmd/webhook` does not exist yet; this section stays empty until it does.")
+	case r.admission.Err != nil:
+		p("FAILED: %s", oneLine(r.admission.Err.Error()))
+	default:
+		p("The webhook runs as `framework.StartWebhookIn` starts it (TLS, registered for the snapshot kinds and for")
+		p("PVCs with a data source). \"webhook (direct)\" posts an AdmissionReview over kept-alive TLS connections;")
+		p("\"API server + webhook\" is a dry-run create through the API server, which calls the webhook; \"API")
+		p("server alone\" is the same dry-run after the webhook was unregistered, so the difference is what the")
+		p("webhook adds. The restore is checked against a ready snapshot, its content and its size; the dynamic")
+		p("snapshot against its PVC and the default class. The load generator shares the machine's cores with the")
+		p("webhook and the API server, so at concurrency 16 and 64 the figures include CPU queueing of all three.")
+		p("")
+		p("| request | path | concurrency | requests | p50 | p99 | requests/s |")
+		p("|---|---|---|---|---|---|---|")
+		for _, row := range r.admission.Rows {
+			p("| %s | %s | %d | %d | %s | %s | %.0f |", row.Request, row.Path, row.Concurrency, row.N, ms(row.P50), ms(row.P99), row.PerSecond)
+		}
+	}
+	p("")
+}
+
+const costModel = `## Cost model: which writes a snapshot needs, and why
+
+snapkeeper, dynamic snapshot with Delete policy, create (7 writes; the user's create is not counted):
+
+| # | write | why it cannot go |
+|---|---|---|
+| 1 | patch VolumeSnapshot: add ` + "`volumesnapshot-as-source-protection`" + ` and ` + "`volumesnapshot-bound-protection`" + `, and the resolved default class in ` + "`spec.volumeSnapshotClassName`" + ` | the snapshot must not vanish while a content (and a backend snapshot) exists for it; the class must be recorded before the content is made so a later default change cannot alter it |
+| 2 | patch PVC: add ` + "`pvc-as-source-protection`" + ` (sent together with 1: neither depends on the other) | the volume must not be deleted while a cut may be in flight |
+| 3 | create VolumeSnapshotContent ` + "`snapcontent-<uid>`" + `, born with ` + "`volumesnapshotcontent-bound-protection`" + ` and the ` + "`volumesnapshot-being-created`" + ` mark | the record that a backend snapshot may exist, written before CreateSnapshot is sent; being born marked saves the community's separate "mark" write |
+| 4 | patch content status (handle, creationTime, restoreSize, readyToUse) | the backend's answer, the only durable record of the handle |
+| 5 | patch content: remove the being-created mark | the cut is no longer in flight; a restarted CSI side must not treat it as unknown |
+| 6 | patch VolumeSnapshot status once ready (bound content name, handle, time, size, ready) | what users and backup tools read; written once, when the content is ready |
+| 7 | patch PVC: remove ` + "`pvc-as-source-protection`" + ` | the cut is done: the PVC may be deleted again |
+
+Plus one Normal event on the VolumeSnapshot when it becomes ready.
+
+Deletion (the user's delete is not counted): patch the content with the ` + "`volumesnapshot-being-deleted`" + ` mark
+(the CSI side may only delete once the API server holds it), delete the content, remove the content's
+finalizer after DeleteSnapshot succeeded (the API server then removes the content), and release the
+VolumeSnapshot (remove its finalizers) once the content is gone.
+
+The community pair measured above does the same job with the writes listed in the per-resource tables:
+separate writes for each finalizer, an update of the content to add the being-created annotation and
+another to remove it, status updates of the snapshot before and after it is ready, and three events
+(CreatingSnapshot, SnapshotCreated, SnapshotReady).
+
+`
+
+const method = `## How it is measured
+
+- **API writes** are deltas of kube-apiserver's ` + "`apiserver_request_total`" + ` (verbs POST, PUT, PATCH, APPLY,
+  DELETE, DELETECOLLECTION; every response code, so conflicts and retries cost what they cost), scraped
+  from its ` + "`/metrics`" + ` with the admin token. The same counter serves every system, ours and the community's.
+  A window opens when no write has happened for the quiet period (` + "`-quiet`" + `, so start-up writes stay
+  out) and closes when writes have stopped again after the goal was reached (so trailing writes, like
+  the PVC finalizer removal after the snapshot is ready, are in). The benchmark's own writes in a window
+  (the N creates or deletes) go through a transport that counts every request, retries included, and are
+  subtracted exactly. Leases are ignored: the API server renews its own identity Lease on a timer, and no
+  system here runs leader election. Events are writes to ` + "`events`" + ` (core and events.k8s.io); "events per
+  snapshot" counts emitted events: creates (POST) plus the patches by which client-go's event correlator
+  folds a repeat of the same event into the existing object (its ` + "`count`" + `); the event table lists them by
+  object kind and reason from the event objects' counts.
+- **Times** run from the first create (or delete) request to the moment the benchmark's informer sees the
+  last snapshot ready (or the last snapshot and content gone, and the driver's ` + "`/snapshots`" + ` is empty).
+- **CSI calls** are the mock driver's own counters by method and code.
+- **CPU** is utime + stime from ` + "`/proc/<pid>/stat`" + ` of the controller process(es) over the window (until writes
+  stopped); **peak RSS** is ` + "`VmHWM`" + ` from ` + "`/proc/<pid>/status`" + `, summed over the two community processes.
+- **Raw write ceiling**: on each system's fresh control plane, before anything else, ` + "`-ceiling-ops`" + ` ConfigMaps
+  are created and then merge-patched from ` + "`-ceiling-concurrency`" + ` goroutines with no client-side limit;
+  writes/s is the physical limit of this API server on this machine. The same is then done with
+  VolumeSnapshots in a namespace of their own (deleted again before any controller starts), the price of
+  a write to a snapshot CRD.
+- The community pair is external-snapshotter v8.6.0 (snapshot-controller and csi-snapshotter), built from
+  its Go module in ` + "`hack/tools/peers`" + ` with every k8s.io module at v0.37.2, started with ` + "`--kubeconfig`" + `,
+  ` + "`--http-endpoint`" + `, ` + "`--leader-election=false`" + ` (and ` + "`--csi-address`" + ` for the sidecar).
+- With ` + "`-community-default-n`" + ` smaller than N, the default-flag community run is measured at that size and
+  its times are extrapolated linearly to N (its time is client-side waiting at QPS 5, proportional to the
+  number of writes); per-snapshot figures are measured, not extrapolated.
+`

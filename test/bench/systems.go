@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// system is one set of controllers under test.
+type system struct {
+	ID    string // flag value: ours, community-default, community-tuned
+	Label string // table heading
+	Flags string // for the report
+	// start runs the controllers against env and the CSI socket in dir.
+	start func(env *framework.Env, dir, socket string) (*running, error)
+	// perSnapshotBudget bounds each phase: timeout = 2m + n*budget.
+	perSnapshotBudget time.Duration
+}
+
+// running is the started controllers of a system.
+type running struct {
+	procs []*framework.Process
+	addrs []string // HTTP endpoints (metrics), same order as procs
+	ours  *framework.Component
+}
+
+func (r *running) pids() []int {
+	out := make([]int, len(r.procs))
+	for i, p := range r.procs {
+		out[i] = p.Pid()
+	}
+	return out
+}
+
+// Stop ends every process and waits for it.
+func (r *running) Stop() {
+	for _, p := range r.procs {
+		p.Stop(15 * time.Second)
+	}
+}
+
+// exited reports a process that ended on its own, with its log tail.
+func (r *running) exited() error {
+	for _, p := range r.procs {
+		if p.Exited() {
+			return fmt.Errorf("%s exited:\n%s", p.Name, p.Tail(3000))
+		}
+	}
+	return nil
+}
+
+const (
+	sysOurs             = "ours"
+	sysCommunityDefault = "community-default"
+	sysCommunityTuned   = "community-tuned"
+)
+
+var communityTunedFlags = []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}
+
+// allSystems lists the systems; oursArgs are extra flags for ours (for
+// experiments: the label then says so).
+func allSystems(oursArgs []string) []*system {
+	ours := &system{
+		ID: sysOurs, Label: "snapkeeper (default flags)",
+		perSnapshotBudget: 50 * time.Millisecond,
+	}
+	ours.start = func(env *framework.Env, dir, sock string) (*running, error) {
+		r, err := startOurs(env, dir, sock, oursArgs)
+		if err == nil && ours.Flags == "" {
+			ours.Flags = "`--components=binder,csi --csi-address=<sock>" + strings.Join(append([]string{""}, oursArgs...), " ") + "` (" + ourDefaults() + ")"
+			if len(oursArgs) > 0 {
+				ours.Flags += " **with extra flags: not the defaults**"
+			}
+		}
+		return r, err
+	}
+	if len(oursArgs) > 0 {
+		ours.Label = "snapkeeper " + strings.Join(oursArgs, " ")
+	}
+	return []*system{
+		ours,
+		{
+			ID: sysCommunityTuned, Label: "community v8.6.0, QPS 100/burst 200/100 workers",
+			Flags: "both binaries: `--kube-api-qps=100 --kube-api-burst=200 --worker-threads=100`",
+			start: func(env *framework.Env, dir, sock string) (*running, error) {
+				return startCommunity(env, dir, sock, communityTunedFlags)
+			},
+			perSnapshotBudget: 500 * time.Millisecond,
+		},
+		{
+			ID: sysCommunityDefault, Label: "community v8.6.0, default flags",
+			Flags: "defaults (QPS 5, burst 10, 10 workers)",
+			start: func(env *framework.Env, dir, sock string) (*running, error) {
+				return startCommunity(env, dir, sock, nil)
+			},
+			perSnapshotBudget: 6 * time.Second,
+		},
+	}
+}
+
+func startOurs(env *framework.Env, dir, socket string, extra []string) (*running, error) {
+	c, err := env.StartComponent(dir, "snapkeeper-controller", "./cmd/controller",
+		append([]string{"--components=binder,csi", "--csi-address=" + socket}, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	ownBuilt = "./cmd/controller"
+	return &running{procs: []*framework.Process{c.Proc}, addrs: []string{c.HTTPAddr}, ours: c}, nil
+}
+
+// startCommunity starts snapshot-controller and csi-snapshotter, built by
+// `make bin/snapshot-controller bin/csi-snapshotter`, without leader election.
+func startCommunity(env *framework.Env, dir, socket string, extra []string) (*running, error) {
+	r := &running{}
+	for _, name := range []string{"snapshot-controller", "csi-snapshotter"} {
+		bin, err := framework.Tool(name)
+		if err != nil {
+			r.Stop()
+			return nil, fmt.Errorf("%w (make %s)", err, filepath.Join("bin", name))
+		}
+		addr, err := framework.FreeAddr()
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		args := []string{"--kubeconfig=" + env.Kubeconfig, "--http-endpoint=" + addr, "--leader-election=false"}
+		if name == "csi-snapshotter" {
+			args = append(args, "--csi-address="+socket)
+		}
+		args = append(args, extra...)
+		p, err := framework.StartProcess(dir, name, bin, args)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		r.procs = append(r.procs, p)
+		r.addrs = append(r.addrs, addr)
+	}
+	// The community binaries have no readiness endpoint: wait until their
+	// metrics answer, then give the informers a moment to list.
+	deadline := time.Now().Add(60 * time.Second)
+	for i, addr := range r.addrs {
+		for {
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if r.procs[i].Exited() || time.Now().After(deadline) {
+				r.Stop()
+				return nil, fmt.Errorf("%s not serving metrics:\n%s", r.procs[i].Name, r.procs[i].Tail(3000))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if err := r.exited(); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	return r, nil
+}
+
+var defaultFlag = regexp.MustCompile(`(?m)^\s+-(kube-api-qps|kube-api-burst|worker-threads) \w+\n.*\(default ([^)]+)\)`)
+
+// ourDefaults reads the client limits and workers that the built controller
+// defaults to from its --help, so the report never states stale defaults.
+func ourDefaults() string {
+	bin, err := framework.OwnBinary("./cmd/controller") // built already: cached
+	if err != nil {
+		return "defaults unknown"
+	}
+	out, _ := exec.Command(bin, "-h").CombinedOutput()
+	d := map[string]string{}
+	for _, m := range defaultFlag.FindAllStringSubmatch(string(out), -1) {
+		d[m[1]] = m[2]
+	}
+	if len(d) < 3 {
+		return "defaults unknown"
+	}
+	return fmt.Sprintf("defaults as built: QPS %s, burst %s, %s workers per side", d["kube-api-qps"], d["kube-api-burst"], d["worker-threads"])
+}
+
+// ourMetrics returns our controller's own write counter and retries, for
+// the cross-check and the "what dominated" notes.
+func ourMetrics(ctx context.Context, r *running) (map[string]float64, error) {
+	if r.ours == nil {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, m := range []string{"snapkeeper_api_writes_total", "workqueue_retries_total", "workqueue_adds_total"} {
+		samples, err := scrape(ctx, r.ours.HTTPAddr, m)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range samples {
+			key := m
+			for _, l := range []string{"component", "resource", "verb", "result", "name"} {
+				if v, ok := s.Labels[l]; ok {
+					key += " " + l + "=" + v
+				}
+			}
+			out[key] += s.Value
+		}
+	}
+	return out, nil
+}
+
+// mkdir makes a subdirectory of the control plane's directory.
+func mkdir(env *framework.Env, name string) (string, error) {
+	d := filepath.Join(env.Dir, name)
+	return d, os.MkdirAll(d, 0o755)
+}
