@@ -426,3 +426,16 @@ func (d *restartableDriver) crash(t *testing.T) {
 		t.Fatal("mock CSI driver survived SIGKILL")
 	}
 }
+
+// deleteAndExpectNothingLeft deletes a VolumeSnapshot and waits until it and
+// its content are gone and the driver holds no snapshot at all.
+func (s *setup) deleteAndExpectNothingLeft(t *testing.T, name, contentName string) {
+	t.Helper()
+	s.deleteSnapshot(t, name)
+	s.waitSnapshotGone(t, name)
+	s.waitContentGone(t, contentName)
+	if b := s.backend(t); len(b) != 0 {
+		t.Fatalf("driver still holds %+v", b)
+	}
+	s.backendMatchesContents(t)
+}

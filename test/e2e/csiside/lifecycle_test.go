@@ -362,13 +362,7 @@ func TestPreProvisionedImport(t *testing.T) {
 	}
 	s.backendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver still holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.deleteAndExpectNothingLeft(t, "snap", contentName)
 }
 
 // --snapshot-name-prefix and --snapshot-name-uuid-length are honoured

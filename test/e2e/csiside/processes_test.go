@@ -24,13 +24,7 @@ func TestSeparateBinderAndCSIProcesses(t *testing.T) {
 	contentName := snapshot.ContentNameFor(vs.UID)
 	s.waitReady(t, "snap", 30*time.Second)
 	s.backendMatchesContents(t)
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver still holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.deleteAndExpectNothingLeft(t, "snap", contentName)
 
 	for _, m := range []string{mCreate, mDelete} {
 		n, err := csiSide.Metric(ctx, "csi_sidecar_operations_seconds_count", `method_name="`+m+`"`, `grpc_status_code="OK"`)
@@ -131,13 +125,7 @@ func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
 	}
 	s.backendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver still holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.deleteAndExpectNothingLeft(t, "snap", contentName)
 }
 
 // The driver crashes while a CreateSnapshot is in flight (the backend it
@@ -170,11 +158,5 @@ func TestDriverRestartDuringCreate(t *testing.T) {
 	}
 	s.backendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver still holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.deleteAndExpectNothingLeft(t, "snap", contentName)
 }
