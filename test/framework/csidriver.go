@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 )
 
 // MockDriverName is the driver name the mock CSI driver reports by default.
@@ -21,31 +23,13 @@ type CSIDriverOptions struct {
 	Args   []string    // extra flags, e.g. --hide-capabilities=LIST_SNAPSHOTS
 }
 
-// FaultRule is one fault of the mock driver (JSON shape of its /faults API;
-// see hack/tools/kube/mockcsi/faults.go for the meaning of each field).
-type FaultRule struct {
-	Method            string `json:"method,omitempty"`
-	Match             string `json:"match,omitempty"`
-	Times             int    `json:"times,omitempty"`
-	Latency           string `json:"latency,omitempty"`
-	Code              string `json:"code,omitempty"`
-	Message           string `json:"message,omitempty"`
-	AfterCall         bool   `json:"afterCall,omitempty"`
-	NotReady          int    `json:"notReady,omitempty"`
-	Hang              string `json:"hang,omitempty"`
-	HangUntilDeadline bool   `json:"hangUntilDeadline,omitempty"`
-}
-
-// BackendSnapshot is one snapshot the driver holds.
-type BackendSnapshot struct {
-	ID             string    `json:"id"`
-	Name           string    `json:"name,omitempty"`
-	SourceVolumeID string    `json:"sourceVolumeId"`
-	ReadyToUse     bool      `json:"readyToUse"`
-	CreationTime   time.Time `json:"creationTime"`
-	SizeBytes      int64     `json:"sizeBytes"`
-	Builtin        bool      `json:"builtin"`
-}
+// FaultRule is one fault of the mock driver; BackendSnapshot is one
+// snapshot it holds. Both are the Go mirror of its HTTP API in
+// pkg/csi/csitest (see hack/tools/kube/mockcsi/faults.go for the meaning).
+type (
+	FaultRule       = csitest.Rule
+	BackendSnapshot = csitest.BackendSnapshot
+)
 
 // CSIDriver is a running mock CSI driver: the Kubernetes e2e mock service
 // behind our fault-injecting, serializing gRPC wrapper.

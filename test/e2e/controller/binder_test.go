@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -188,7 +189,7 @@ func TestPreProvisionedContentOfAnotherSnapshotIsNeverBound(t *testing.T) {
 func TestClaimProtectionAndRestoreProtection(t *testing.T) {
 	// The driver cuts slowly, so the claim finalizer is observable.
 	s := newSetup(t, setupOpts{defaultClass: true, faults: []framework.FaultRule{
-		{Method: "CreateSnapshot", Latency: "2s", Times: 1}}})
+		{Method: "CreateSnapshot", Latency: csitest.Duration(2 * time.Second), Times: 1}}})
 	ctx := context.Background()
 	s.pvc(t, "data")
 	s.snapshot(t, "snap", "data", nil)

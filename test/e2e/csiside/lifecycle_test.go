@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -175,7 +176,7 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 		fault framework.FaultRule
 		args  []string
 	}{
-		{"answer comes after the delete", framework.FaultRule{Method: "CreateSnapshot", Hang: "6s", Times: 1}, nil},
+		{"answer comes after the delete", framework.FaultRule{Method: "CreateSnapshot", Hang: csitest.Duration(6 * time.Second), Times: 1}, nil},
 		{"call times out after the delete", framework.FaultRule{Method: "CreateSnapshot", HangUntilDeadline: true, Times: 1}, []string{"--timeout=5s"}},
 	}
 	for _, tc := range cases {

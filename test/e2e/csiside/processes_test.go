@@ -7,6 +7,7 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -136,7 +137,7 @@ func TestDriverRestartDuringCreate(t *testing.T) {
 	s := newSetup(t, setupOpts{restartable: true})
 	ctx := context.Background()
 	// Installed over HTTP, so that the restarted driver comes without it.
-	if err := s.drv.SetFaults(ctx, framework.FaultRule{Method: "CreateSnapshot", Hang: "60s", Times: 1}); err != nil {
+	if err := s.drv.SetFaults(ctx, framework.FaultRule{Method: "CreateSnapshot", Hang: csitest.Duration(60 * time.Second), Times: 1}); err != nil {
 		t.Fatal(err)
 	}
 	s.pvc(t, "data")
