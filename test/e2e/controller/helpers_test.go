@@ -9,7 +9,6 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -93,16 +92,7 @@ func (s *setup) get(t *testing.T, name string) *snapv1.VolumeSnapshot {
 
 func (s *setup) waitReady(t *testing.T, name string, timeout time.Duration) *snapv1.VolumeSnapshot {
 	t.Helper()
-	var vs *snapv1.VolumeSnapshot
-	framework.Eventually(t, timeout, "snapshot "+name+" ready", func() (bool, error) {
-		var err error
-		vs, err = s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse, fmt.Errorf("status %+v", vs.Status)
-	})
-	return vs
+	return s.env.WaitSnapshotReady(t, s.ns, name, timeout)
 }
 
 func (s *setup) waitError(t *testing.T, name, substr string) *snapv1.VolumeSnapshot {
@@ -130,26 +120,14 @@ func (s *setup) deleteSnapshot(t *testing.T, name string) {
 	}
 }
 
-func (s *setup) waitGone(t *testing.T, what string, get func() error) {
-	t.Helper()
-	framework.Eventually(t, 30*time.Second, what+" gone", func() (bool, error) {
-		err := get()
-		return apierrors.IsNotFound(err), err
-	})
-}
-
 func (s *setup) waitSnapshotGone(t *testing.T, name string) {
-	s.waitGone(t, "snapshot "+name, func() error {
-		_, err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
-		return err
-	})
+	t.Helper()
+	s.env.WaitSnapshotGone(t, s.ns, name, 30*time.Second)
 }
 
 func (s *setup) waitContentGone(t *testing.T, name string) {
-	s.waitGone(t, "content "+name, func() error {
-		_, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), name, metav1.GetOptions{})
-		return err
-	})
+	t.Helper()
+	s.env.WaitContentGone(t, name, 30*time.Second)
 }
 
 // backendMatchesContents asserts no leak and no duplicate on the driver.

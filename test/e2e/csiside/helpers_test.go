@@ -23,7 +23,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -134,16 +133,7 @@ func (s *setup) content(t *testing.T, name string) *snapv1.VolumeSnapshotContent
 
 func (s *setup) waitReady(t *testing.T, name string, timeout time.Duration) *snapv1.VolumeSnapshot {
 	t.Helper()
-	var vs *snapv1.VolumeSnapshot
-	framework.Eventually(t, timeout, "snapshot "+name+" ready", func() (bool, error) {
-		var err error
-		vs, err = s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse, fmt.Errorf("status %s", statusString(vs.Status))
-	})
-	return vs
+	return s.env.WaitSnapshotReady(t, s.ns, name, timeout)
 }
 
 // waitSnapshotError waits until the VolumeSnapshot's status.error contains
@@ -195,28 +185,14 @@ func (s *setup) deleteContent(t *testing.T, name string) {
 	}
 }
 
-func (s *setup) waitGone(t *testing.T, what string, timeout time.Duration, get func() error) {
-	t.Helper()
-	framework.Eventually(t, timeout, what+" gone", func() (bool, error) {
-		err := get()
-		return apierrors.IsNotFound(err), err
-	})
-}
-
 func (s *setup) waitSnapshotGone(t *testing.T, name string) {
 	t.Helper()
-	s.waitGone(t, "snapshot "+name, 30*time.Second, func() error {
-		_, err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Get(context.Background(), name, metav1.GetOptions{})
-		return err
-	})
+	s.env.WaitSnapshotGone(t, s.ns, name, 30*time.Second)
 }
 
 func (s *setup) waitContentGone(t *testing.T, name string) {
 	t.Helper()
-	s.waitGone(t, "content "+name, 30*time.Second, func() error {
-		_, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), name, metav1.GetOptions{})
-		return err
-	})
+	s.env.WaitContentGone(t, name, 30*time.Second)
 }
 
 // backend returns the snapshots the driver holds (without the mock's
@@ -318,21 +294,9 @@ func (s *setup) preProvisionedContent(t *testing.T, name, handle, vsName string,
 	return out
 }
 
-func statusString(st *snapv1.VolumeSnapshotStatus) string {
-	if st == nil {
-		return "<nil>"
-	}
-	b, _ := json.Marshal(st)
-	return string(b)
-}
+func statusString(st *snapv1.VolumeSnapshotStatus) string { return framework.JSON(st) }
 
-func contentStatusString(st *snapv1.VolumeSnapshotContentStatus) string {
-	if st == nil {
-		return "<nil>"
-	}
-	b, _ := json.Marshal(st)
-	return string(b)
-}
+func contentStatusString(st *snapv1.VolumeSnapshotContentStatus) string { return framework.JSON(st) }
 
 func beingCreated(c *snapv1.VolumeSnapshotContent) bool {
 	_, ok := c.Annotations[snapshot.AnnBeingCreated]
