@@ -1,5 +1,5 @@
 // Command snapkeeper-webhook is the validating admission webhook for
-// snapshot objects and for claims restoring from them (issue 3).
+// snapshot objects and for claims restoring from them (docs/webhook.md).
 package main
 
 import (

@@ -27,7 +27,7 @@ import (
 // webhook over TLS (keep-alive connections, as the API server holds them)
 // at concurrency 1, 16 and 64, and reports p50 and p99 in milliseconds.
 // The request is the costliest common one: a restore checked against a
-// snapshot, its content and its size. Issue 3 targets p99 < 5 ms.
+// snapshot, its content and its size. The target is p99 < 5 ms (docs/benchmarks.md).
 //
 //	go test -run XXX -bench AdmissionLatency -benchtime 2000x ./pkg/admission/
 func BenchmarkAdmissionLatency(b *testing.B) {

@@ -13,7 +13,7 @@ import (
 )
 
 // The metric users of the community sidecars already scrape
-// (../shared/CONTRACT.md, "Metrics users already scrape"): name, labels,
+// (docs/contract.md, "Metrics users already scrape"; docs/metrics.md): name, labels,
 // buckets and the unknown-driver label value are kept identical.
 const (
 	metricSubsystem    = "csi_sidecar"

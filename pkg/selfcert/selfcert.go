@@ -1,6 +1,6 @@
 // Package selfcert keeps the admission webhook's serving certificate when no
 // certificate manager is installed (the chart's certificates.mode=selfManaged,
-// issue 6). The chart renders no key material, so it renders the same bytes
+// docs/chart.md). The chart renders no key material, so it renders the same bytes
 // every time; instead every webhook replica runs a Manager that:
 //
 //   - keeps a CA and a serving certificate in one Secret. The replicas agree

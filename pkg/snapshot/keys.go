@@ -1,7 +1,7 @@
 // Package snapshot is the only place that knows the annotation, finalizer and
 // label keys of the snapshot API and how names are derived from UIDs. Every
 // key here is part of the wire contract shared with the community
-// external-snapshotter (see shared/CONTRACT.md): changing one breaks clusters
+// external-snapshotter (see docs/contract.md): changing one breaks clusters
 // that mix components.
 package snapshot
 

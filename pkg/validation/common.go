@@ -56,7 +56,7 @@ func lookupFailed(path *field.Path, what string, err error) *field.Error {
 
 // ratchet drops the errors of the new object that the old object already had
 // (same field, same kind of error): an UPDATE is judged by what it changes,
-// so a legacy object stays editable (issue 3, "ratcheting").
+// so a legacy object stays editable (docs/webhook.md, "Updates are ratcheted").
 func ratchet(newErrs, oldErrs field.ErrorList) field.ErrorList {
 	type key struct {
 		field string

@@ -1,5 +1,5 @@
 // Package validation holds the admission rules for snapshot objects and for
-// claims that restore from them (issue 3). The functions are pure: objects in,
+// claims that restore from them (docs/webhook.md). The functions are pure: objects in,
 // field.ErrorList and warnings out. Everything they need to know about other
 // objects comes through Lookup, backed by informer listers in the webhook and
 // by an in-memory set of objects in tests and in offline validation, so the

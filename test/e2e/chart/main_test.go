@@ -1,4 +1,4 @@
-// Package chart tests the Helm chart (issue 6): rendering in every
+// Package chart tests the Helm chart (docs/chart.md): rendering in every
 // certificate mode, and installs, upgrades and uninstalls on the real test
 // API server, with the chart's ServiceAccounts checked by the API server's
 // own RBAC.

@@ -1,4 +1,4 @@
-// Package csiside proves the CSI side of the controller (issue 5) end to end:
+// Package csiside proves the CSI side of the controller (docs/csi-side.md) end to end:
 // the real controller binary, on a real kube-apiserver with the snapshot
 // CRDs, next to the mock CSI driver on a unix socket, with faults injected
 // into the driver. Every test ends by checking that the driver holds exactly
