@@ -1,12 +1,21 @@
 # syntax=docker/dockerfile:1
 # snapkeeper image: snapkeeper-controller (the entrypoint: binder and CSI
-# side) and snapkeeper-webhook, static binaries on a distroless base, run as
-# UID/GID 65532 like the chart's securityContext.
+# side) and snapkeeper-webhook, static binaries on a distroless base.
+#
+# The image's default user is root (UID 0), as the community csi-snapshotter
+# and snapshot-controller images run: a driver chart that swaps the sidecar
+# image keeps its pod spec, and drivers create their socket owned by root
+# with mode 0755, which a non-root process cannot connect to. Our own chart
+# runs both Deployments as UID/GID 65532 (runAsNonRoot) through their
+# securityContext; see docs/controller.md, "Image user and the driver socket".
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t snapkeeper .
 #
 # A CSI driver chart may swap its csi-snapshotter sidecar image for this one
-# and keep its arguments: with --csi-address the controller runs the CSI side.
+# and keep its arguments: with --csi-address, another csi-snapshotter-only
+# flag, or the sidecar's default socket volume at /run/csi, the controller
+# runs the CSI side (see docs/controller.md). This image has no /run/csi of
+# its own.
 
 ARG GO_VERSION=1.26.8
 
@@ -36,6 +45,7 @@ LABEL org.opencontainers.image.title="snapkeeper" \
       org.opencontainers.image.source="https://github.com/snapkeeper/snapkeeper" \
       org.opencontainers.image.version="${VERSION}"
 COPY --from=build /out/snapkeeper-controller /out/snapkeeper-webhook /usr/local/bin/
-# Numeric, so that the kubelet can check runAsNonRoot without /etc/passwd.
-USER 65532:65532
+# Root by default for the sidecar image swap (see the top of this file); the
+# chart sets runAsUser 65532 where no driver socket is involved.
+USER 0:0
 ENTRYPOINT ["/usr/local/bin/snapkeeper-controller"]

@@ -25,7 +25,7 @@ func main() {
 		fmt.Println(version.Version)
 		return
 	}
-	o.Complete(os.Getenv)
+	o.Complete(fs, os.Getenv)
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "invalid options:", err)
 		os.Exit(2)
@@ -33,6 +33,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx = logging.Setup(ctx, o.LoggingFormat)
+	defer logging.Flush()
 	if err := controller.Run(ctx, o); err != nil {
 		logging.Fatal(ctx, err)
 	}

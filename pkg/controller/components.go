@@ -29,7 +29,7 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 		Backoff:                 o.backoff(),
 		Recheck:                 o.Recheck,
 		DistributedSnapshotting: o.DistributedSnapshotting,
-		SourceVolumeMode:        o.SourceVolumeMode,
+		SourceVolumeMode:        o.SourceVolumeMode && o.PreventVolumeModeConversion,
 	})
 	if err != nil {
 		return err

@@ -7,9 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Component names for --components.
@@ -18,13 +24,29 @@ const (
 	ComponentCSI    = "csi"
 )
 
+// DefaultCSIAddress is the community csi-snapshotter's default --csi-address.
+const DefaultCSIAddress = "/run/csi/socket"
+
+// csiOnlyFlags are the flags only the community csi-snapshotter has, and
+// that mean nothing to the binder: a command line with any of them is a
+// csi-snapshotter's, so without --components it runs the CSI side (on
+// DefaultCSIAddress when --csi-address is not given, as the sidecar would).
+var csiOnlyFlags = []string{"csi-address", "timeout", "snapshot-name-prefix", "snapshot-name-uuid-length",
+	"extra-create-metadata", "node-deployment", "groupsnapshot-name-prefix", "groupsnapshot-name-uuid-length"}
+
+// statPath is os.Stat; tests replace it.
+var statPath = os.Stat
+
 // Options is every flag of the controller. It accepts the command lines of
 // the community snapshot-controller and csi-snapshotter, so a deployment can
 // swap the image and keep its arguments.
 type Options struct {
 	Components string
+	// ComponentsReason says how Components was chosen (for the start log).
+	ComponentsReason string
 
 	Kubeconfig   string
+	Master       string
 	KubeAPIQPS   float64
 	KubeAPIBurst int
 	Workers      int
@@ -38,7 +60,8 @@ type Options struct {
 	LeaderElectionLeaseDuration time.Duration
 	LeaderElectionRenewDeadline time.Duration
 	LeaderElectionRetryPeriod   time.Duration
-	LeaderElectionLabels        string
+	LeaderElectionLabels        Labels
+	ForceDespiteForeignLeader   bool
 
 	HTTPEndpoint   string
 	MetricsAddress string
@@ -46,6 +69,7 @@ type Options struct {
 	FeatureGates   string
 	LoggingFormat  string
 	ShowVersion    bool
+	Automaxprocs   OptionalBool
 
 	// Binder.
 	DistributedSnapshotting     bool
@@ -99,8 +123,11 @@ func NewOptions() *Options {
 
 // AddFlags registers every flag on fs.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Components, "components", "", "Comma-separated components to run: binder, csi. Default: binder without --csi-address, csi with it.")
+	fs.StringVar(&o.Components, "components", "", "Comma-separated components to run: binder, csi. Default: csi when --csi-address or another csi-snapshotter-only flag "+
+		"(--timeout, --snapshot-name-prefix, --snapshot-name-uuid-length, --extra-create-metadata, --node-deployment, --groupsnapshot-name-*) is given, "+
+		"or when "+filepath.Dir(DefaultCSIAddress)+" exists (a CSI socket volume); binder otherwise.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; in-cluster configuration when empty.")
+	fs.StringVar(&o.Master, "master", "", "URL of the API server; overrides the kubeconfig's (in-cluster configuration when neither is given).")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client QPS towards the API server, per component.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Client burst towards the API server, per component.")
 	fs.IntVar(&o.Workers, "worker-threads", o.Workers, "Workers per component.")
@@ -113,21 +140,23 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaderElectionLeaseDuration, "leader-election-lease-duration", o.LeaderElectionLeaseDuration, "Lease duration.")
 	fs.DurationVar(&o.LeaderElectionRenewDeadline, "leader-election-renew-deadline", o.LeaderElectionRenewDeadline, "Renew deadline of the leader.")
 	fs.DurationVar(&o.LeaderElectionRetryPeriod, "leader-election-retry-period", o.LeaderElectionRetryPeriod, "Retry period of candidates.")
-	fs.StringVar(&o.LeaderElectionLabels, "leader-election-labels", "", "Labels for the Lease, as k1=v1,k2=v2.")
+	fs.Var(&o.LeaderElectionLabels, "leader-election-labels", "Labels for the Lease while this process holds it, as k1=v1,k2=v2 or k1:v1,k2:v2 (the community form); repeatable.")
+	fs.BoolVar(&o.ForceDespiteForeignLeader, "force-despite-foreign-leader", false, "Without --leader-election, start even when a controller that is not snapkeeper holds a fresh Lease of ours (two controllers then act on the same objects).")
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port of /healthz, /readyz, /healthz/leader-election and metrics; empty disables.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "Deprecated alias of --http-endpoint.")
 	fs.StringVar(&o.MetricsPath, "metrics-path", o.MetricsPath, "Path of the Prometheus metrics.")
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Accepted for compatibility (key=bool,...); group snapshots follow the presence of their CRDs.")
 	fs.StringVar(&o.LoggingFormat, "logging-format", o.LoggingFormat, "Log format: text or json.")
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
+	fs.Var(&o.Automaxprocs, "automaxprocs", "Set GOMAXPROCS from the container's CPU quota. Accepted for compatibility: the Go runtime already does so (and follows later limit changes), with or without this flag.")
 
 	fs.BoolVar(&o.DistributedSnapshotting, "enable-distributed-snapshotting", false, "Label each content with the node of its volume, for per-node CSI sides.")
-	fs.BoolVar(&o.PreventVolumeModeConversion, "prevent-volume-mode-conversion", o.PreventVolumeModeConversion, "Accepted for compatibility; the webhook enforces volume mode on restores.")
-	fs.BoolVar(&o.SourceVolumeMode, "set-source-volume-mode", o.SourceVolumeMode, "Record the source volume's mode on dynamic contents.")
+	fs.BoolVar(&o.PreventVolumeModeConversion, "prevent-volume-mode-conversion", o.PreventVolumeModeConversion, "Record the source volume's mode in spec.sourceVolumeMode of dynamic contents, so restores cannot change it unless allowed; false leaves it unset (as the community controller does).")
+	fs.BoolVar(&o.SourceVolumeMode, "set-source-volume-mode", o.SourceVolumeMode, "Record the source volume's mode on dynamic contents (needs --prevent-volume-mode-conversion, default true).")
 	fs.DurationVar(&o.RetryCRDIntervalMax, "retry-crd-interval-max", o.RetryCRDIntervalMax, "Longest wait between checks for the snapshot CRDs at start-up.")
 	fs.DurationVar(&o.CRDWaitTimeout, "crd-wait-timeout", o.CRDWaitTimeout, "Give up (exit) when the snapshot CRDs are not served within this time.")
 
-	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket of the CSI driver; enables the CSI side.")
+	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket of the CSI driver (unix:// optional); enables the CSI side. Default with the CSI side: "+DefaultCSIAddress+".")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Timeout of each CSI call.")
 	fs.BoolVar(&o.ExtraCreateMetadata, "extra-create-metadata", false, "Pass snapshot name, namespace and content name to CreateSnapshot as parameters.")
 	fs.StringVar(&o.SnapshotNamePrefix, "snapshot-name-prefix", o.SnapshotNamePrefix, "Prefix of CSI snapshot names.")
@@ -142,13 +171,23 @@ func (o *Options) Enabled(c string) bool {
 	return slices.Contains(strings.Split(o.Components, ","), c)
 }
 
-// Complete fills in derived values; lookupEnv reads the environment.
-func (o *Options) Complete(lookupEnv func(string) string) {
+// Complete fills in derived values from the parsed flag set fs (which flags
+// were given) and the environment (lookupEnv).
+//
+// Without --components the command line says which community component it
+// was written for: --csi-address or a flag only the csi-snapshotter has
+// makes it the CSI side, and so does the directory of the csi-snapshotter's
+// default socket (the volume a driver chart mounts there) when the sidecar
+// relied on that default. Anything else is the binder. A csi-snapshotter
+// whose image is swapped for ours must never become a second binder.
+func (o *Options) Complete(fs *flag.FlagSet, lookupEnv func(string) string) {
 	if o.Components == "" {
-		o.Components = ComponentBinder
-		if o.CSIAddress != "" {
-			o.Components = ComponentCSI
-		}
+		o.Components, o.ComponentsReason = o.deriveComponents(fs)
+	} else {
+		o.ComponentsReason = "--components"
+	}
+	if o.Enabled(ComponentCSI) && o.CSIAddress == "" {
+		o.CSIAddress = DefaultCSIAddress
 	}
 	if o.HTTPEndpoint == "" {
 		o.HTTPEndpoint = o.MetricsAddress
@@ -159,6 +198,25 @@ func (o *Options) Complete(lookupEnv func(string) string) {
 	o.CSIAddress = strings.TrimPrefix(o.CSIAddress, "unix://")
 }
 
+func (o *Options) deriveComponents(fs *flag.FlagSet) (components, reason string) {
+	given := map[string]bool{}
+	if fs != nil {
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	}
+	for _, name := range csiOnlyFlags {
+		if given[name] {
+			return ComponentCSI, "--" + name + " is a csi-snapshotter flag"
+		}
+	}
+	if _, err := statPath(DefaultCSIAddress); err == nil {
+		return ComponentCSI, DefaultCSIAddress + " exists (the csi-snapshotter's default socket)"
+	}
+	if fi, err := statPath(filepath.Dir(DefaultCSIAddress)); err == nil && fi.IsDir() {
+		return ComponentCSI, filepath.Dir(DefaultCSIAddress) + " exists (the volume of the csi-snapshotter's default socket)"
+	}
+	return ComponentBinder, "no csi-snapshotter flag and no " + filepath.Dir(DefaultCSIAddress)
+}
+
 // Validate reports every problem with the options at once.
 func (o *Options) Validate() error {
 	var errs []error
@@ -167,8 +225,13 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--components: unknown component %q (want binder, csi or binder,csi)", c))
 		}
 	}
-	if o.Enabled(ComponentCSI) && o.CSIAddress == "" {
-		errs = append(errs, errors.New("--csi-address is required to run the csi component"))
+	for k, v := range o.LeaderElectionLabels.Map() {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, fmt.Errorf("--leader-election-labels: key %q: %s", k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, fmt.Errorf("--leader-election-labels: value %q of %s: %s", v, k, msg))
+		}
 	}
 	if o.NodeDeployment && o.NodeName == "" {
 		errs = append(errs, errors.New("--node-deployment needs the NODE_NAME environment variable"))
@@ -193,3 +256,71 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Labels is a repeatable flag of comma-separated labels, each key=value or
+// key:value (the form of the community sidecars' --leader-election-labels).
+type Labels struct{ m map[string]string }
+
+// Set adds the labels of one flag occurrence.
+func (l *Labels) Set(s string) error {
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(item, "=")
+		if !ok {
+			k, v, ok = strings.Cut(item, ":")
+		}
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("malformed label %q: want key=value or key:value", item)
+		}
+		if l.m == nil {
+			l.m = map[string]string{}
+		}
+		l.m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return nil
+}
+
+func (l *Labels) String() string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l.m)) {
+		parts = append(parts, k+"="+l.m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// Map returns the labels (nil when none).
+func (l *Labels) Map() map[string]string { return maps.Clone(l.m) }
+
+// OptionalBool is a boolean flag that, like the community's
+// --automaxprocs, also takes an empty value as true.
+type OptionalBool bool
+
+// Set parses a boolean; "" is true.
+func (b *OptionalBool) Set(s string) error {
+	if s == "" {
+		*b = true
+		return nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b = OptionalBool(v)
+	return nil
+}
+
+func (b *OptionalBool) String() string {
+	if b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(bool(*b))
+}
+
+// IsBoolFlag lets the flag stand alone (--automaxprocs).
+func (b *OptionalBool) IsBoolFlag() bool { return true }

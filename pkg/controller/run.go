@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -48,8 +49,8 @@ type clients struct {
 func (o *Options) restConfig() (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if o.Kubeconfig != "" || o.Master != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
 	} else {
 		cfg, err = rest.InClusterConfig()
 	}
@@ -98,7 +99,12 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface, component strin
 // them fails.
 func Run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting snapkeeper controller", "version", version.Version, "components", o.Components)
+	logger.Info("Starting snapkeeper controller", "version", version.Version, "components", o.Components, "because", o.ComponentsReason)
+	if o.Automaxprocs {
+		// The Go runtime sets GOMAXPROCS from the cgroup CPU limit (and
+		// follows changes of it), which is what the community flag does.
+		logger.Info("GOMAXPROCS follows the container's CPU limit", "GOMAXPROCS", goruntime.GOMAXPROCS(0))
+	}
 	base, err := o.restConfig()
 	if err != nil {
 		return err

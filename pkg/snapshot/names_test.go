@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -40,9 +41,13 @@ func TestContentNames(t *testing.T) {
 }
 
 func TestParametersAndTemplates(t *testing.T) {
-	params := map[string]string{ParamSecretName: "s", "tier": "gold", ReservedPrefix + "x": "y"}
-	if got := DriverParameters(params); len(got) != 1 || got["tier"] != "gold" {
-		t.Errorf("DriverParameters = %v, want only tier", got)
+	params := map[string]string{ParamSecretName: "s", ParamListSecretNamespace: "ns", "tier": "gold"}
+	if got, err := DriverParameters(params); err != nil || len(got) != 1 || got["tier"] != "gold" {
+		t.Errorf("DriverParameters = %v, %v; want only tier", got, err)
+	}
+	params[ReservedPrefix+"snapshoter-secret-name"] = "typo"
+	if _, err := DriverParameters(params); err == nil || !strings.Contains(err.Error(), "snapshoter-secret-name") {
+		t.Errorf("DriverParameters with an unknown reserved key: err = %v, want it named", err)
 	}
 	if !IsKnownReservedParam(ParamListSecretNamespace) || IsKnownReservedParam(ReservedPrefix+"x") {
 		t.Error("IsKnownReservedParam is wrong")

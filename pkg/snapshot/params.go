@@ -1,6 +1,10 @@
 package snapshot
 
-import "strings"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // ReservedPrefix is the StorageClass-style prefix of class parameters that
 // the controller consumes and never passes to the driver.
@@ -77,15 +81,25 @@ func IsKnownReservedParam(key string) bool {
 func IsReservedParam(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
 
 // DriverParameters returns the class parameters minus the reserved keys: what
-// the driver receives in CreateSnapshot.
-func DriverParameters(params map[string]string) map[string]string {
+// the driver receives in CreateSnapshot. A key under the reserved prefix that
+// is not a known one is refused, as the community sidecar refuses it: a typo
+// in a secret parameter must not silently drop the secret.
+func DriverParameters(params map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(params))
+	var unknown []string
 	for k, v := range params {
-		if !IsReservedParam(k) {
+		switch {
+		case !IsReservedParam(k):
 			out[k] = v
+		case !IsKnownReservedParam(k):
+			unknown = append(unknown, k)
 		}
 	}
-	return out
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("unknown parameter %q with the reserved prefix %s in the VolumeSnapshotClass; remove it or fix its spelling", unknown[0], ReservedPrefix)
+	}
+	return out, nil
 }
 
 // TemplateVars holds the values the secret templates may refer to.

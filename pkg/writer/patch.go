@@ -1,7 +1,9 @@
 // Package writer is the single place where the controller writes to the API
 // server. Each write is a patch of only the fields that changed (or a create
-// or delete), and every write is counted in snapkeeper_api_writes_total so
-// the write budget per snapshot is visible in /metrics and in benchmarks.
+// or delete; claims are updated, conditional on the read copy's
+// resourceVersion, because the community RBAC grants no patch on them), and
+// every write is counted in snapkeeper_api_writes_total so the write budget
+// per snapshot is visible in /metrics and in benchmarks.
 package writer
 
 import (
@@ -121,6 +123,34 @@ func (p *MetaPatch) metadata() map[string]any {
 		m["labels"] = p.labels
 	}
 	return m
+}
+
+// apply makes the patch's changes to obj itself, for writes sent as an
+// update of the read copy (whose resourceVersion is then the precondition).
+func (p *MetaPatch) apply(obj metav1.Object) {
+	if p.setFinalizers {
+		obj.SetFinalizers(slices.Clone(p.finalizers))
+	}
+	obj.SetAnnotations(applyMap(obj.GetAnnotations(), p.annotations))
+	obj.SetLabels(applyMap(obj.GetLabels(), p.labels))
+}
+
+func applyMap(cur map[string]string, changes map[string]*string) map[string]string {
+	if len(changes) == 0 {
+		return cur
+	}
+	out := make(map[string]string, len(cur)+len(changes))
+	for k, v := range cur {
+		out[k] = v
+	}
+	for k, v := range changes {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = *v
+		}
+	}
+	return out
 }
 
 // Patch is a merge patch of metadata plus optional other top-level fields

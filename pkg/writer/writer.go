@@ -130,19 +130,28 @@ func (w *Writer) PatchContentStatus(ctx context.Context, c *snapv1.VolumeSnapsho
 	return out, nil
 }
 
-// PatchPVC merge-patches a PersistentVolumeClaim's metadata.
-func (w *Writer) PatchPVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim, p *Patch) (*corev1.PersistentVolumeClaim, error) {
+// UpdatePVC writes a change of a PersistentVolumeClaim's metadata
+// (finalizers, annotations, labels) as an Update of the copy the caller
+// read, carrying that copy's resourceVersion: a claim changed in between
+// makes it conflict, and the caller's loop retries on a fresh copy. It is an
+// update, not a patch, because the community snapshot-controller role grants
+// only update on claims, and a drop-in replacement must run under it.
+func (w *Writer) UpdatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClaim, p *Patch) (*corev1.PersistentVolumeClaim, error) {
 	if p.Empty() {
 		return pvc, nil
 	}
-	data, err := p.JSON()
-	if err != nil {
-		return nil, err
+	if len(p.Fields) > 0 {
+		return nil, fmt.Errorf("update PersistentVolumeClaim %s/%s: only metadata changes are supported", pvc.Namespace, pvc.Name)
 	}
-	out, err := w.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, data, metav1.PatchOptions{})
-	w.count("persistentvolumeclaims", "patch", err)
+	next := pvc.DeepCopy()
+	p.Meta.apply(next)
+	if p.Precondition != "" {
+		next.ResourceVersion = p.Precondition
+	}
+	out, err := w.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	w.count("persistentvolumeclaims", "update", err)
 	if err != nil {
-		return nil, fmt.Errorf("patch PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+		return nil, fmt.Errorf("update PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
 	w.stale.wrote(pvc)
 	return out, nil

@@ -292,12 +292,12 @@ snapkeeper, dynamic snapshot with Delete policy, create (7 writes; the user's cr
 | # | write | why it cannot go |
 |---|---|---|
 | 1 | patch VolumeSnapshot: add ` + "`volumesnapshot-as-source-protection`" + ` and ` + "`volumesnapshot-bound-protection`" + `, and the resolved default class in ` + "`spec.volumeSnapshotClassName`" + ` | the snapshot must not vanish while a content (and a backend snapshot) exists for it; the class must be recorded before the content is made so a later default change cannot alter it |
-| 2 | patch PVC: add ` + "`pvc-as-source-protection`" + ` (sent together with 1: neither depends on the other) | the volume must not be deleted while a cut may be in flight |
+| 2 | update PVC: add ` + "`pvc-as-source-protection`" + ` (sent together with 1: neither depends on the other) | the volume must not be deleted while a cut may be in flight |
 | 3 | create VolumeSnapshotContent ` + "`snapcontent-<uid>`" + `, born with ` + "`volumesnapshotcontent-bound-protection`" + ` and the ` + "`volumesnapshot-being-created`" + ` mark | the record that a backend snapshot may exist, written before CreateSnapshot is sent; being born marked saves the community's separate "mark" write |
 | 4 | patch content status (handle, creationTime, restoreSize, readyToUse) | the backend's answer, the only durable record of the handle |
 | 5 | patch content: remove the being-created mark | the cut is no longer in flight; a restarted CSI side must not treat it as unknown |
 | 6 | patch VolumeSnapshot status once ready (bound content name, handle, time, size, ready) | what users and backup tools read; written once, when the content is ready |
-| 7 | patch PVC: remove ` + "`pvc-as-source-protection`" + ` | the cut is done: the PVC may be deleted again |
+| 7 | update PVC: remove ` + "`pvc-as-source-protection`" + ` | the cut is done: the PVC may be deleted again |
 
 Plus one Normal event on the VolumeSnapshot when it becomes ready.
 

@@ -20,6 +20,9 @@ type PVCOptions struct {
 	// Node, when set, gives the PV a required node affinity on
 	// kubernetes.io/hostname (distributed snapshotting).
 	Node string
+	// TopologyKey replaces kubernetes.io/hostname as the key of that node
+	// affinity, e.g. a driver's own topology label.
+	TopologyKey string
 }
 
 // CreateBoundPVC creates a CSI PV and a claim and binds them the way the
@@ -63,9 +66,13 @@ func (e *Env) BindPVC(ctx context.Context, ns, name string, o PVCOptions) (*core
 		},
 	}
 	if o.Node != "" {
+		key := o.TopologyKey
+		if key == "" {
+			key = "kubernetes.io/hostname"
+		}
 		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-				Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{o.Node},
+				Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{o.Node},
 			}}}},
 		}}
 	}

@@ -29,6 +29,10 @@ Parameters (a dict; only image is required):
                   --snapshot-name-prefix=..., --node-deployment=true)
   resources       container resources
   pullPolicy      (default IfNotPresent)
+  runAsUser       UID of the container; default unset: the pod's, else the
+                  image's (root, as the community sidecar runs, so it can
+                  connect to a driver socket owned by root with mode 0755).
+                  Set it to the socket owner's UID to run non-root.
 The ServiceAccount of the pod needs the rules of
 "snapkeeper.rbac.csiSideRules" (csiSide.rbac in this chart creates them).
 */}}
@@ -91,6 +95,9 @@ The ServiceAccount of the pod needs the rules of
     {{- toYaml . | nindent 4 }}
   {{- end }}
   securityContext:
+    {{- if hasKey . "runAsUser" }}
+    runAsUser: {{ .runAsUser }}
+    {{- end }}
     allowPrivilegeEscalation: false
     readOnlyRootFilesystem: true
     capabilities:

@@ -32,10 +32,16 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "update"]
 - apiGroups: [""]
   resources: ["persistentvolumes"]
   verbs: ["get", "list", "watch"]
+{{- if and .Values.controller .Values.controller.enableDistributedSnapshotting }}
+{{- /* Distributed snapshotting matches a volume's node affinity against the Nodes. */}}
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 {{ include "snapkeeper.rbac.eventRules" . }}
 {{- end }}
 
@@ -44,9 +50,6 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotclasses"]
   verbs: ["get", "list", "watch"]
-- apiGroups: ["snapshot.storage.k8s.io"]
-  resources: ["volumesnapshots"]
-  verbs: ["get"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotcontents"]
   verbs: ["get", "list", "watch", "patch"]

@@ -33,7 +33,9 @@ func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"patch volumesnapshots", "create volumesnapshotcontents", "patch persistentvolumeclaims"}
+	// The claim is written with update: the community RBAC grants no patch
+	// on claims.
+	want := []string{"patch volumesnapshots", "create volumesnapshotcontents", "update persistentvolumeclaims"}
 	if got := h.writes(); !slices.Equal(got, want) {
 		t.Fatalf("writes = %v, want %v", got, want)
 	}
@@ -60,8 +62,8 @@ func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T
 		t.Errorf("content driver/policy = %s/%s", c.Spec.Driver, c.Spec.DeletionPolicy)
 	case !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound):
 		t.Error("content not born with its finalizer")
-	case !snapshot.HasAnnotation(c, snapshot.AnnBeingCreated, snapshot.ValueYes):
-		t.Error("content not born marked being-created")
+	case snapshot.HasAnnotation(c, snapshot.AnnBeingCreated, snapshot.ValueYes):
+		t.Error("content born marked being-created: the CSI side marks it right before its call")
 	case c.Spec.SourceVolumeMode == nil || *c.Spec.SourceVolumeMode != corev1.PersistentVolumeFilesystem:
 		t.Errorf("sourceVolumeMode = %v", c.Spec.SourceVolumeMode)
 	}
@@ -252,10 +254,10 @@ func TestDeletion(t *testing.T) {
 			writes:     []string{"patch volumesnapshots"},
 			finalizers: []string{"other.io/keep"},
 		},
-		"a pending restore keeps the as-source finalizer": {
-			objs:       []runtime.Object{vs, pending},
-			writes:     []string{"patch volumesnapshots"},
-			finalizers: []string{snapshot.FinalizerSnapshotAsSource, "other.io/keep"},
+		"a pending restore keeps every finalizer and leaves the content alone": {
+			objs:       []runtime.Object{vs, pending, newContent(vs, ready("h"))},
+			writes:     nil,
+			finalizers: vs.Finalizers,
 		},
 		"a content of another snapshot is never touched": {
 			objs:       []runtime.Object{vs, newContent(vs, ready("h"), refUID("someone-else"))},
@@ -275,15 +277,18 @@ func TestDeletion(t *testing.T) {
 			if got := h.getSnapshot("s1").Finalizers; !slices.Equal(got, tc.finalizers) {
 				t.Errorf("finalizers = %v, want %v", got, tc.finalizers)
 			}
-			if c, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); err == nil &&
-				c.Spec.VolumeSnapshotRef.UID == vs.UID && !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
+			c, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{})
+			if err == nil && c.Spec.VolumeSnapshotRef.UID == vs.UID && len(tc.writes) > 0 && !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
 				t.Error("own content lacks the being-deleted mark")
+			}
+			if err == nil && len(tc.writes) == 0 && (snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) || c.DeletionTimestamp != nil) {
+				t.Error("the content of a snapshot a claim restores from was marked or deleted")
 			}
 		})
 	}
 }
 
-func TestClaimFinalizerHeldOnlyWhileACutMayBeInFlight(t *testing.T) {
+func TestClaimFinalizerHeldUntilTheSnapshotIsReady(t *testing.T) {
 	pvc, pv := boundPVC("pvc1")
 	pvc.Finalizers = []string{"kubernetes.io/pvc-protection", snapshot.FinalizerPVCAsSource}
 	vs := newSnapshot("s1", boundTo(snapshot.ContentNameFor("uid-s1")))
@@ -291,10 +296,11 @@ func TestClaimFinalizerHeldOnlyWhileACutMayBeInFlight(t *testing.T) {
 		content *snapv1.VolumeSnapshotContent
 		release bool
 	}{
-		"content without handle keeps it":    {newContent(vs, marked(snapshot.AnnBeingCreated)), false},
-		"handle but still marked keeps it":   {newContent(vs, ready("h"), marked(snapshot.AnnBeingCreated)), false},
-		"handle and unmarked releases it":    {newContent(vs, ready("h")), true},
-		"an errored snapshot never holds it": {nil, true},
+		"content without handle keeps it":                      {newContent(vs, marked(snapshot.AnnBeingCreated)), false},
+		"handle but still marked keeps it":                     {newContent(vs, ready("h"), marked(snapshot.AnnBeingCreated)), false},
+		"handle, unmarked, ready releases it":                  {newContent(vs, ready("h")), true},
+		"handle, unmarked, not ready yet keeps it (upload)":    {newContent(vs, notReady("h")), false},
+		"a snapshot whose content is not created yet keeps it": {nil, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -338,7 +344,7 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 		err            error
 	}{
 		"a conflict on the snapshot": {"patch", "volumesnapshots", apierrors.NewConflict(schema.GroupResource{Resource: "volumesnapshots"}, "s1", nil)},
-		"a failing claim patch":      {"patch", "persistentvolumeclaims", apierrors.NewInternalError(errors.New("boom"))},
+		"a failing claim update":     {"update", "persistentvolumeclaims", apierrors.NewInternalError(errors.New("boom"))},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -52,6 +52,8 @@ type Controller struct {
 	classes   snaplisters.VolumeSnapshotClassLister
 	pvcs      corelisters.PersistentVolumeClaimLister
 	pvs       corelisters.PersistentVolumeLister
+	// nodes is set with distributed snapshotting only.
+	nodes corelisters.NodeLister
 
 	snapIndex cache.Indexer
 	pvcIndex  cache.Indexer
@@ -87,9 +89,14 @@ func New(cfg Config) (*Controller, error) {
 		pvcs:      core.PersistentVolumeClaims().Lister(),
 		pvs:       core.PersistentVolumes().Lister(),
 	}
-	c.snapshotLoop = sync.NewLoop("volumesnapshots", cfg.Backoff, c.syncSnapshot)
-	c.contentLoop = sync.NewLoop("volumesnapshotcontents", cfg.Backoff, c.syncContent)
-	c.pvcLoop = sync.NewLoop("pvc-finalizers", cfg.Backoff, c.syncPVC)
+	if cfg.DistributedSnapshotting {
+		nodeInf := core.Nodes()
+		c.nodes = nodeInf.Lister()
+		c.synced = append(c.synced, nodeInf.Informer().HasSynced)
+	}
+	c.snapshotLoop = sync.NewLoop("snapshot-controller-snapshot", cfg.Backoff, c.syncSnapshot)
+	c.contentLoop = sync.NewLoop("snapshot-controller-content", cfg.Backoff, c.syncContent)
+	c.pvcLoop = sync.NewLoop("snapshot-controller-pvc", cfg.Backoff, c.syncPVC)
 
 	snapInf := sv1.VolumeSnapshots().Informer()
 	if err := snapInf.AddIndexers(snapshotIndexers); err != nil {

@@ -13,16 +13,24 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// deleting tears a snapshot down: its content gets the being-deleted mark
-// whatever its policy; a Delete content is deleted and the snapshot waits
-// until it is gone; a Retain content is left and the snapshot released at
-// once. A claim still restoring from the snapshot keeps it.
+// deleting tears a snapshot down. While a claim still restores from it,
+// nothing is touched: every finalizer stays and the content is neither
+// marked nor deleted (SnapshotDeletePending), for Delete and Retain alike.
+// Then its content gets the being-deleted mark whatever its policy; a Delete
+// content is deleted and the snapshot waits until it is gone; a Retain
+// content is left and the snapshot released at once.
 func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
 	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
 		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
 	}
 	if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) && !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) {
 		return sync.Result{}, nil
+	}
+	c.cfg.Metrics.start(vs.UID, OpDeleteSnapshot)
+	if restoring := c.restoringClaims(vs); len(restoring) > 0 {
+		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
+			"Snapshot is being deleted; it and its content stay until claim %s finishes restoring from it", restoring[0])
+		return sync.Result{}, nil // the claim's events bring us back
 	}
 	content, err := c.ownContent(ctx, vs)
 	if err != nil {
@@ -51,16 +59,7 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 		}
 	}
 	p := &writer.Patch{}
-	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
-	if restoring := c.restoringClaims(vs); len(restoring) > 0 {
-		if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
-			return sync.Result{}, err
-		}
-		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, "SnapshotDeletePending",
-			"Snapshot is being deleted; it stays until claim %s finishes restoring from it", restoring[0])
-		return sync.Result{}, nil // the claim's events bring us back
-	}
-	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotAsSource)
+	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound, snapshot.FinalizerSnapshotAsSource)
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			return sync.Result{}, nil
@@ -71,7 +70,8 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 	if content != nil {
 		driver = content.Spec.Driver
 	}
-	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, typeDynamic, "cancel", vs.CreationTimestamp.Time)
+	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
+	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(vs.UID, OpDeleteSnapshot, driver, snapType(vs), "success", vs.DeletionTimestamp.Time)
 	return sync.Result{}, nil
 }
@@ -89,8 +89,18 @@ func snapType(vs *snapv1.VolumeSnapshot) string {
 // releasing the snapshot before the cache has it.
 func (c *Controller) ownContent(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, error) {
 	content := c.contentOf(vs)
-	if content == nil && vs.Spec.Source.PersistentVolumeClaimName != nil {
-		live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
+	// A dynamic content created a moment ago, or a pre-provisioned one bound
+	// a moment ago (the cached copy has no UID yet), is read from the API
+	// server: releasing the snapshot on a stale copy would leave its
+	// content bound to nothing, never deleted.
+	staleBind := content != nil && content.Spec.VolumeSnapshotRef.UID == "" &&
+		content.Spec.VolumeSnapshotRef.Name == vs.Name && content.Spec.VolumeSnapshotRef.Namespace == vs.Namespace
+	if staleBind || (content == nil && vs.Spec.Source.PersistentVolumeClaimName != nil) {
+		name := snapshot.ContentNameFor(vs.UID)
+		if content != nil {
+			name = content.Name
+		}
+		live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, nil

@@ -90,6 +90,14 @@ func ready(handle string) contentOpt {
 			CreationTime: ptr(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()), RestoreSize: ptr(int64(1 << 30))}
 	}
 }
+
+// notReady is a cut snapshot still being processed (uploaded) by the driver.
+func notReady(handle string) contentOpt {
+	return func(c *snapv1.VolumeSnapshotContent) {
+		ready(handle)(c)
+		c.Status.ReadyToUse = ptr(false)
+	}
+}
 func marked(ann string) contentOpt {
 	return func(c *snapv1.VolumeSnapshotContent) {
 		if c.Annotations == nil {
@@ -150,10 +158,16 @@ type harness struct {
 
 func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, objs...)
+}
+
+// newHarnessWith is newHarness with a change to the binder's Config.
+func newHarnessWith(t *testing.T, configure func(*Config), objs ...runtime.Object) *harness {
+	t.Helper()
 	var kubeObjs, snapObjs []runtime.Object
 	for _, o := range objs {
 		switch o.(type) {
-		case *corev1.PersistentVolumeClaim, *corev1.PersistentVolume:
+		case *corev1.PersistentVolumeClaim, *corev1.PersistentVolume, *corev1.Node:
 			kubeObjs = append(kubeObjs, o)
 		default:
 			snapObjs = append(snapObjs, o)
@@ -165,11 +179,15 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 		recorder: record.NewFakeRecorder(100)}
 	kubeInf := informers.NewSharedInformerFactory(h.kube, 0)
 	snapInf := snapinformers.NewSharedInformerFactory(h.snap, 0)
-	c, err := New(Config{
+	cfg := Config{
 		Snap: h.snap, Writer: writer.New(h.kube, h.snap, nil), KubeInformers: kubeInf, SnapInformers: snapInf,
 		Recorder: h.recorder, Workers: 1, Backoff: sync.Backoff{Start: time.Millisecond, Max: time.Second},
 		SourceVolumeMode: true,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

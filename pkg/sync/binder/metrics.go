@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Operation names and label values users already scrape (shared/CONTRACT.md).
+// Operation names and label values users already scrape (docs/contract.md, docs/metrics.md).
 const (
 	OpCreateSnapshot         = "CreateSnapshot"
 	OpCreateSnapshotAndReady = "CreateSnapshotAndReady"
@@ -71,7 +71,9 @@ func (m *Metrics) finish(uid types.UID, op, driver, snapType, status string, sin
 	delete(m.flights, k)
 	m.inFlight.Set(float64(len(m.flights)))
 	m.mu.Unlock()
-	if !was && status != "success" {
+	if !was {
+		// Not started by this process (it restarted, or another
+		// controller started it): the duration is unknown.
 		return
 	}
 	if driver == "" {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
@@ -18,6 +19,9 @@ type contentPlan struct {
 	pvc   *corev1.PersistentVolumeClaim
 	pv    *corev1.PersistentVolume
 	class *snapv1.VolumeSnapshotClass
+	// node is the Node the volume is reachable from, with distributed
+	// snapshotting; "" when none matches.
+	node string
 	// secret is the resolved deletion secret, if the class names one.
 	secretName, secretNamespace string
 }
@@ -28,24 +32,29 @@ func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *prob
 	claim := *vs.Spec.Source.PersistentVolumeClaimName
 	pvc, err := c.pvcs.PersistentVolumeClaims(vs.Namespace).Get(claim)
 	if err != nil {
-		return nil, problemf("SnapshotPVCSourceMissing",
+		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
 			"PersistentVolumeClaim %s/%s does not exist yet; create it or fix spec.source.persistentVolumeClaimName", vs.Namespace, claim)
 	}
 	if pvc.DeletionTimestamp != nil {
-		return nil, problemf("SnapshotPVCSourceMissing",
+		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
 			"PersistentVolumeClaim %s/%s is being deleted; a snapshot cannot be taken from it", vs.Namespace, claim)
 	}
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		return nil, problemf("SnapshotPVCSourceMissing",
+		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
 			"PersistentVolumeClaim %s/%s is not bound yet; the snapshot is taken once it is", vs.Namespace, claim)
 	}
 	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
 	if err != nil {
-		return nil, problemf("SnapshotPVCSourceMissing",
+		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
 			"PersistentVolume %q of claim %s/%s does not exist yet", pvc.Spec.VolumeName, vs.Namespace, claim)
 	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace || (ref.UID != "" && ref.UID != pvc.UID) {
+		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+			"PersistentVolume %q is not bound to claim %s/%s (its spec.claimRef names another claim); the snapshot is taken once the volume and the claim are bound to each other",
+			pv.Name, vs.Namespace, claim)
+	}
 	if pv.Spec.CSI == nil {
-		return nil, problemf("SnapshotPVCSourceMissing",
+		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
 			"PersistentVolume %q is not a CSI volume; only CSI volumes can be snapshotted", pv.Name)
 	}
 	class, prob := c.resolveClass(vs, pv.Spec.CSI.Driver)
@@ -53,11 +62,18 @@ func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *prob
 		return nil, prob
 	}
 	if class.Driver != pv.Spec.CSI.Driver {
-		return nil, problemf("GetSnapshotClassFailed",
+		return nil, problemf(snapshot.ReasonGetSnapshotClassFailed,
 			"VolumeSnapshotClass %q is for driver %q but the volume of claim %s/%s belongs to %q; use a class of driver %q",
 			class.Name, class.Driver, vs.Namespace, claim, pv.Spec.CSI.Driver, pv.Spec.CSI.Driver)
 	}
 	plan := &contentPlan{pvc: pvc, pv: pv, class: class}
+	if c.cfg.DistributedSnapshotting {
+		node, err := c.nodeOf(pv)
+		if err != nil {
+			return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing, "cannot find the node of PersistentVolume %q: %v", pv.Name, err)
+		}
+		plan.node = node
+	}
 	if prob := plan.resolveSecret(vs); prob != nil {
 		return nil, prob
 	}
@@ -70,14 +86,14 @@ func (c *Controller) resolveClass(vs *snapv1.VolumeSnapshot, driver string) (*sn
 	if n := vs.Spec.VolumeSnapshotClassName; n != nil {
 		class, err := c.classes.Get(*n)
 		if err != nil {
-			return nil, problemf("GetSnapshotClassFailed",
+			return nil, problemf(snapshot.ReasonGetSnapshotClassFailed,
 				"VolumeSnapshotClass %q does not exist yet; create it or fix spec.volumeSnapshotClassName", *n)
 		}
 		return class, nil
 	}
 	all, err := c.classes.List(labels.Everything())
 	if err != nil {
-		return nil, problemf("GetSnapshotClassFailed", "cannot list VolumeSnapshotClasses: %v", err)
+		return nil, problemf(snapshot.ReasonGetSnapshotClassFailed, "cannot list VolumeSnapshotClasses: %v", err)
 	}
 	var defaults []*snapv1.VolumeSnapshotClass
 	for _, cl := range all {
@@ -89,7 +105,7 @@ func (c *Controller) resolveClass(vs *snapv1.VolumeSnapshot, driver string) (*sn
 	case 1:
 		return defaults[0], nil
 	case 0:
-		return nil, problemf("SetDefaultSnapshotClassFailed",
+		return nil, problemf(snapshot.ReasonSetDefaultSnapshotClassFailed,
 			"no default VolumeSnapshotClass for driver %q; set spec.volumeSnapshotClassName, or annotate one class of that driver with %s: \"true\"",
 			driver, snapshot.AnnDefaultClass)
 	default:
@@ -98,7 +114,7 @@ func (c *Controller) resolveClass(vs *snapv1.VolumeSnapshot, driver string) (*sn
 			names[i] = d.Name
 		}
 		sort.Strings(names)
-		return nil, problemf("SetDefaultSnapshotClassFailed",
+		return nil, problemf(snapshot.ReasonSetDefaultSnapshotClassFailed,
 			"%d VolumeSnapshotClasses are the default for driver %q (%s); keep annotation %s on only one of them, or set spec.volumeSnapshotClassName",
 			len(names), driver, strings.Join(names, ", "), snapshot.AnnDefaultClass)
 	}
@@ -112,33 +128,33 @@ func (p *contentPlan) resolveSecret(vs *snapv1.VolumeSnapshot) *problem {
 		return nil
 	}
 	if !hasName || !hasNS || nameT == "" || nsT == "" {
-		return problemf("GetSnapshotClassFailed",
+		return problemf(snapshot.ReasonGetSnapshotClassFailed,
 			"VolumeSnapshotClass %q must set both %s and %s, non-empty", p.class.Name, snapshot.ParamSecretName, snapshot.ParamSecretNamespace)
 	}
 	vars := snapshot.TemplateVars{ContentName: snapshot.ContentNameFor(vs.UID), SnapshotNamespace: vs.Namespace, SnapshotName: vs.Name}
 	p.secretName = snapshot.ResolveTemplate(nameT, vars)
 	p.secretNamespace = snapshot.ResolveTemplate(nsT, vars)
 	if errs := validation.IsDNS1123Subdomain(p.secretName); len(errs) > 0 {
-		return problemf("GetSnapshotClassFailed", "secret name %q from VolumeSnapshotClass %q is invalid: %s",
+		return problemf(snapshot.ReasonGetSnapshotClassFailed, "secret name %q from VolumeSnapshotClass %q is invalid: %s",
 			p.secretName, p.class.Name, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Label(p.secretNamespace); len(errs) > 0 {
-		return problemf("GetSnapshotClassFailed", "secret namespace %q from VolumeSnapshotClass %q is invalid: %s",
+		return problemf(snapshot.ReasonGetSnapshotClassFailed, "secret namespace %q from VolumeSnapshotClass %q is invalid: %s",
 			p.secretNamespace, p.class.Name, strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// newContent builds the dynamic content, born with its finalizer and the
-// being-created mark so the CSI side needs no extra write before cutting.
+// newContent builds the dynamic content, born with its finalizer. It is not
+// born with the being-created mark: the CSI side sets that right before its
+// call, so a snapshot deleted before any call costs no CreateSnapshot.
 func (c *Controller) newContent(vs *snapv1.VolumeSnapshot, plan *contentPlan) *snapv1.VolumeSnapshotContent {
 	className := plan.class.Name
 	handle := plan.pv.Spec.CSI.VolumeHandle
 	content := &snapv1.VolumeSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        snapshot.ContentNameFor(vs.UID),
-			Finalizers:  []string{snapshot.FinalizerContentBound},
-			Annotations: map[string]string{snapshot.AnnBeingCreated: snapshot.ValueYes},
+			Name:       snapshot.ContentNameFor(vs.UID),
+			Finalizers: []string{snapshot.FinalizerContentBound},
 		},
 		Spec: snapv1.VolumeSnapshotContentSpec{
 			VolumeSnapshotRef: corev1.ObjectReference{
@@ -156,6 +172,7 @@ func (c *Controller) newContent(vs *snapv1.VolumeSnapshot, plan *contentPlan) *s
 		},
 	}
 	if plan.secretName != "" {
+		content.Annotations = map[string]string{}
 		content.Annotations[snapshot.AnnDeletionSecretName] = plan.secretName
 		content.Annotations[snapshot.AnnDeletionSecretNamespace] = plan.secretNamespace
 	}
@@ -166,26 +183,29 @@ func (c *Controller) newContent(vs *snapv1.VolumeSnapshot, plan *contentPlan) *s
 		}
 		content.Spec.SourceVolumeMode = &mode
 	}
-	if c.cfg.DistributedSnapshotting {
-		if node := nodeOf(plan.pv); node != "" {
-			content.Labels = map[string]string{snapshot.LabelManagedBy: node}
-		}
+	if plan.node != "" {
+		content.Labels = map[string]string{snapshot.LabelManagedBy: plan.node}
 	}
 	return content
 }
 
-// nodeOf is the single node a PV's required node affinity pins it to, by
-// kubernetes.io/hostname, or "".
-func nodeOf(pv *corev1.PersistentVolume) string {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
+// nodeOf is the first Node that satisfies the PV's required node affinity,
+// whatever its topology keys (a driver's own zone or node label as well as
+// kubernetes.io/hostname), or "" when the PV has none or no Node matches.
+// The CSI side of that node (--node-deployment) handles the content.
+func (c *Controller) nodeOf(pv *corev1.PersistentVolume) (string, error) {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil || c.nodes == nil {
+		return "", nil
 	}
-	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		for _, e := range term.MatchExpressions {
-			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) > 0 {
-				return e.Values[0]
-			}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return "", err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	for _, node := range nodes {
+		if ok, _ := corev1helpers.MatchNodeSelectorTerms(node, pv.Spec.NodeAffinity.Required); ok {
+			return node.Name, nil
 		}
 	}
-	return ""
+	return "", nil
 }

@@ -40,25 +40,30 @@ func (c *Controller) syncPVC(ctx context.Context, key string) (sync.Result, erro
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveFinalizers(pvc, snapshot.FinalizerPVCAsSource)
-	_, err = c.cfg.Writer.PatchPVC(ctx, pvc, p)
+	_, err = c.cfg.Writer.UpdatePVC(ctx, pvc, p)
 	if apierrors.IsNotFound(err) {
 		return sync.Result{}, nil
 	}
 	return sync.Result{}, err
 }
 
-// needsClaim reports whether a snapshot may still be cut from its claim:
-// its content may have a CreateSnapshot in flight, or it is about to be
-// created (no content yet, no problem recorded, not being deleted).
+// needsClaim reports whether a snapshot still needs its claim, as the
+// community controller decides: until the snapshot is ready. A cut may be in
+// flight before that, and some drivers still read the volume after the cut
+// while they upload the snapshot (readyToUse=false); holding the claim until
+// ready is the safe choice. A snapshot being deleted needs it only while a
+// CreateSnapshot may still run.
 func (c *Controller) needsClaim(vs *snapv1.VolumeSnapshot) bool {
 	if content := c.contentOf(vs); content != nil {
-		return content.Spec.VolumeSnapshotRef.UID == vs.UID && cutInFlight(content)
+		switch {
+		case content.Spec.VolumeSnapshotRef.UID != vs.UID:
+			return false
+		case cutInFlight(content):
+			return true
+		case vs.DeletionTimestamp != nil:
+			return false
+		}
+		return !contentReady(content)
 	}
-	if vs.DeletionTimestamp != nil {
-		return false
-	}
-	if vs.Status != nil && (vs.Status.Error != nil || vs.Status.BoundVolumeSnapshotContentName != nil) {
-		return false
-	}
-	return true
+	return vs.DeletionTimestamp == nil
 }

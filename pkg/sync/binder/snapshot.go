@@ -88,7 +88,7 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 		return c.bound(ctx, vs, content)
 	}
 	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
-		return c.fail(ctx, vs, problemf("SnapshotContentMissing",
+		return c.fail(ctx, vs, problemf(snapshot.ReasonSnapshotContentMissing,
 			"VolumeSnapshotContent %q that this snapshot was bound to is gone; delete and re-create the VolumeSnapshot",
 			*vs.Status.BoundVolumeSnapshotContentName))
 	}
@@ -96,6 +96,7 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 	if prob != nil {
 		return c.fail(ctx, vs, prob)
 	}
+	c.cfg.Metrics.start(vs.UID, OpCreateSnapshot)
 	c.cfg.Metrics.start(vs.UID, OpCreateSnapshotAndReady)
 	// 1. The snapshot's finalizers, and the resolved default class, in one
 	// write; 2. the source claim's protection. Both must be stored before
@@ -110,41 +111,38 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 	pp.Meta.AddFinalizers(plan.pvc, snapshot.FinalizerPVCAsSource)
 	claimErr := make(chan error, 1)
 	go func() {
-		_, err := c.cfg.Writer.PatchPVC(ctx, plan.pvc, pp)
+		_, err := c.cfg.Writer.UpdatePVC(ctx, plan.pvc, pp)
 		claimErr <- err
 	}()
 	_, snapErr := c.cfg.Writer.PatchSnapshot(ctx, vs, p)
 	if err := errors.Join(snapErr, <-claimErr); err != nil {
 		return sync.Result{}, err
 	}
-	// 3. The content, born with its finalizer and the being-created mark.
+	// 3. The content, born with its finalizer. The CSI side puts the
+	// being-created mark on it right before it calls the driver.
 	content := c.newContent(vs, plan)
 	created, err := c.cfg.Writer.CreateContent(ctx, content)
 	switch {
 	case err == nil:
 		c.created.Store(created.Name, created)
 	case !apierrors.IsAlreadyExists(err):
-		return c.fail(ctx, vs, problemf("CreateSnapshotContentFailed",
-			"cannot create VolumeSnapshotContent %q: %v", content.Name, err))
+		// Shown to the user, and retried with the loop's backoff.
+		if serr := c.setError(ctx, vs, problemf(snapshot.ReasonCreateSnapshotContentFailed,
+			"cannot create VolumeSnapshotContent %q: %v", content.Name, err)); serr != nil {
+			return sync.Result{}, serr
+		}
+		return sync.Result{}, fmt.Errorf("creating VolumeSnapshotContent %s: %w", content.Name, err)
 	}
-	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, plan.class.Driver, typeDynamic, "success", vs.CreationTimestamp.Time)
 	return sync.Result{}, nil
 }
 
 // preProvisioned binds a snapshot to the content it names.
 func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
-	name := *vs.Spec.Source.VolumeSnapshotContentName
-	content, err := c.contents.Get(name)
-	if err != nil {
-		return c.fail(ctx, vs, problemf("SnapshotContentMissing",
-			"VolumeSnapshotContent %q does not exist yet; create it, or fix spec.source.volumeSnapshotContentName", name))
+	content, prob := c.preProvisionedContent(vs)
+	if prob != nil {
+		return c.fail(ctx, vs, prob)
 	}
 	ref := content.Spec.VolumeSnapshotRef
-	if ref.Name != vs.Name || ref.Namespace != vs.Namespace || (ref.UID != "" && ref.UID != vs.UID) {
-		return c.fail(ctx, vs, problemf("SnapshotContentMisbound",
-			"VolumeSnapshotContent %q is bound to VolumeSnapshot %s/%s (uid %q), not to this one; point spec.volumeSnapshotRef of the content at %s/%s or use another content",
-			name, ref.Namespace, ref.Name, ref.UID, vs.Namespace, vs.Name))
-	}
 	c.cfg.Metrics.start(vs.UID, OpCreateSnapshotAndReady)
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(vs, snapshotFinalizers(content.Spec.DeletionPolicy)...)
@@ -155,8 +153,13 @@ func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapsh
 	cp.Meta.AddFinalizers(content, snapshot.FinalizerContentBound)
 	if ref.UID == "" {
 		// Set the uid once, guarded by the content's resourceVersion so a
-		// concurrent bind of another snapshot cannot be overwritten.
-		cp.Fields = map[string]any{"spec": map[string]any{"volumeSnapshotRef": map[string]any{"uid": string(vs.UID)}}}
+		// concurrent bind of another snapshot cannot be overwritten. The
+		// snapshot's class goes with it, as the community binder copies it.
+		spec := map[string]any{"volumeSnapshotRef": map[string]any{"uid": string(vs.UID)}}
+		if n := vs.Spec.VolumeSnapshotClassName; n != nil && *n != "" {
+			spec["volumeSnapshotClassName"] = *n
+		}
+		cp.Fields = map[string]any{"spec": spec}
 		cp.Precondition = content.ResourceVersion
 	}
 	if _, err := c.cfg.Writer.PatchContent(ctx, content, cp); err != nil {
@@ -168,11 +171,38 @@ func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapsh
 	return c.bound(ctx, vs, content)
 }
 
+// preProvisionedContent returns the content a pre-provisioned snapshot
+// names, or the problem that keeps them from binding.
+func (c *Controller) preProvisionedContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, *problem) {
+	name := *vs.Spec.Source.VolumeSnapshotContentName
+	content, err := c.contents.Get(name)
+	if err != nil {
+		return nil, problemf(snapshot.ReasonSnapshotContentMissing,
+			"VolumeSnapshotContent %q does not exist yet; create it, or fix spec.source.volumeSnapshotContentName", name)
+	}
+	ref := content.Spec.VolumeSnapshotRef
+	if ref.Name != vs.Name || ref.Namespace != vs.Namespace || (ref.UID != "" && ref.UID != vs.UID) {
+		return nil, problemf(snapshot.ReasonSnapshotContentMisbound,
+			"VolumeSnapshotContent %q is bound to VolumeSnapshot %s/%s (uid %q), not to this one; point spec.volumeSnapshotRef of the content at %s/%s or use another content",
+			name, ref.Namespace, ref.Name, ref.UID, vs.Namespace, vs.Name)
+	}
+	if content.Spec.Source.SnapshotHandle == nil {
+		return nil, problemf(snapshot.ReasonSnapshotContentMismatch,
+			"VolumeSnapshotContent %q is a dynamic content (spec.source.volumeHandle), not a pre-provisioned one; name a content with spec.source.snapshotHandle in spec.source.volumeSnapshotContentName, or take the snapshot from a claim with spec.source.persistentVolumeClaimName",
+			name)
+	}
+	if content.DeletionTimestamp != nil && ref.UID == "" {
+		return nil, problemf(snapshot.ReasonSnapshotContentMissing,
+			"VolumeSnapshotContent %q is being deleted and cannot be bound; create a new content for the snapshot handle and point spec.source.volumeSnapshotContentName at it", name)
+	}
+	return content, nil
+}
+
 // bound keeps a bound snapshot's finalizers and status in line with its
 // content. A ready snapshot whose objects are unchanged costs no write.
 func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
 	if content.Spec.VolumeSnapshotRef.UID != vs.UID {
-		return c.fail(ctx, vs, problemf("SnapshotMisbound",
+		return c.fail(ctx, vs, problemf(snapshot.ReasonSnapshotMisbound,
 			"VolumeSnapshotContent %q belongs to another VolumeSnapshot (uid %q); delete this VolumeSnapshot and create a new one",
 			content.Name, content.Spec.VolumeSnapshotRef.UID))
 	}
@@ -187,13 +217,17 @@ func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, conte
 	if err := c.mirrorStatus(ctx, vs, content); err != nil {
 		return sync.Result{}, err
 	}
-	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil && !cutInFlight(content) {
-		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
-	}
-	if content.Status == nil || content.Status.ReadyToUse == nil || !*content.Status.ReadyToUse {
+	if !contentReady(content) {
 		return sync.Result{RequeueAfter: c.recheck()}, nil
 	}
+	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
+		c.pvcLoop.Add(objKey(vs.Namespace, *pvc)) // ready: the claim may go
+	}
 	return sync.Result{}, nil
+}
+
+func contentReady(content *snapv1.VolumeSnapshotContent) bool {
+	return content.Status != nil && content.Status.ReadyToUse != nil && *content.Status.ReadyToUse
 }
 
 // cutInFlight reports whether a CreateSnapshot may still be running for the

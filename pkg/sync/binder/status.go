@@ -9,15 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
-// desiredStatus mirrors a content's status into its snapshot's. It returns
-// nil when there is nothing to say yet: the first status write waits for the
-// content's status, and already names the content (backup tools look for
-// boundVolumeSnapshotContentName to find it).
+// desiredStatus mirrors a content's status into its snapshot's. As soon as
+// the snapshot is bound, its status names the content (backup tools look
+// for boundVolumeSnapshotContentName) and says readyToUse=false until the
+// CSI side reports; an error no longer on the content is cleared.
 func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) *snapv1.VolumeSnapshotStatus {
 	name := content.Name
-	st := &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &name}
+	notReady := false
+	st := &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &name, ReadyToUse: &notReady}
 	if cs := content.Status; cs != nil {
 		if cs.CreationTime != nil {
 			// The API stores times to the second: compare what will be stored.
@@ -34,8 +37,6 @@ func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotCont
 		if cs.Error != nil {
 			st.Error = cs.Error.DeepCopy()
 		}
-	} else if vs.Status == nil {
-		return nil
 	}
 	if vs.Status != nil {
 		// Fields that belong to the group snapshot machinery pass through.
@@ -45,10 +46,12 @@ func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotCont
 }
 
 // mirrorStatus writes the snapshot status when the content's changed it,
-// with an event on the transitions a user cares about.
+// with an event on the transitions a user cares about. The CreateSnapshot
+// operation ends when the snapshot is cut (it gets its creationTime), the
+// CreateSnapshotAndReady operation when it is ready.
 func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) error {
 	want := desiredStatus(vs, content)
-	if want == nil || statusEqual(vs.Status, want) {
+	if statusEqual(vs.Status, want) {
 		return nil
 	}
 	if _, err := c.cfg.Writer.PatchSnapshotStatus(ctx, vs, statusPatch(want)); err != nil {
@@ -56,17 +59,17 @@ func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot
 	}
 	wasReady := vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse
 	nowReady := want.ReadyToUse != nil && *want.ReadyToUse
-	snapType := typeDynamic
-	if vs.Spec.Source.VolumeSnapshotContentName != nil {
-		snapType = typePreProvisioned
+	wasCut := vs.Status != nil && vs.Status.CreationTime != nil
+	if want.CreationTime != nil && !wasCut {
+		c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, content.Spec.Driver, snapType(vs), "success", vs.CreationTimestamp.Time)
 	}
 	switch {
 	case nowReady && !wasReady:
-		c.cfg.Recorder.Event(vs, corev1.EventTypeNormal, "SnapshotReady",
+		c.cfg.Recorder.Event(vs, corev1.EventTypeNormal, snapshot.ReasonSnapshotReady,
 			"Snapshot "+vs.Namespace+"/"+vs.Name+" is ready to use.")
-		c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, content.Spec.Driver, snapType, "success", vs.CreationTimestamp.Time)
+		c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, content.Spec.Driver, snapType(vs), "success", vs.CreationTimestamp.Time)
 	case want.Error != nil && want.Error.Message != nil && !sameError(vs.Status, want.Error):
-		c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, "SnapshotCreationFailed", *want.Error.Message)
+		c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotFailed, *want.Error.Message)
 	}
 	return nil
 }

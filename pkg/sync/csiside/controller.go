@@ -2,7 +2,7 @@
 // snapshot of a dynamic VolumeSnapshotContent, polls it until it is ready,
 // reads the status of a pre-provisioned one, and deletes the backend snapshot
 // when its content goes. It never leaks a backend snapshot whose content is
-// gone and never loses one whose content exists (issue 5; docs/csi-side.md).
+// gone and never loses one whose content exists (docs/csi-side.md).
 package csiside
 
 import (
@@ -29,13 +29,12 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// Event reasons on the content (shared/CONTRACT.md: alert rules
-// already match them). Events are sent when status.error changes, never on
-// every retry.
+// Event reasons on the content (docs/contract.md). Events are sent when
+// status.error changes, never on every retry.
 const (
-	ReasonCreationFailed = "SnapshotCreationFailed"
-	ReasonCheckFailed    = "SnapshotContentCheckandUpdateFailed"
-	ReasonDeleteError    = "SnapshotDeleteError"
+	ReasonCreationFailed = snapshot.ReasonCreationFailed
+	ReasonCheckFailed    = snapshot.ReasonCheckFailed
+	ReasonDeleteError    = snapshot.ReasonDeleteError
 )
 
 const (
@@ -47,10 +46,6 @@ const (
 	// write, in case the write's event never comes (the object was replaced
 	// during a relist, say). The event normally comes within milliseconds.
 	staleRecheck = 2 * time.Second
-	// unauthorizedRecheck re-checks a deleted content that may not be
-	// deleted from the backend yet, in case its VolumeSnapshot vanishes
-	// without the binder marking the content (finalizers removed by hand).
-	unauthorizedRecheck = 5 * time.Minute
 
 	defaultRetryStart = time.Second
 	defaultRetryMax   = 5 * time.Minute
@@ -65,8 +60,9 @@ type Config struct {
 	Driver csi.Driver
 	// Kube reads Secrets, only when a call needs them.
 	Kube kubernetes.Interface
-	// Snap reads a VolumeSnapshot live to decide whether an unmarked,
-	// deleted content is still bound.
+	// Snap reads a content live before finishing an in-flight create of a
+	// deleted content. The CSI side never reads VolumeSnapshots (the
+	// community csi-snapshotter role grants no access to them).
 	Snap snapclient.Interface
 	// Writer performs every write.
 	Writer *writer.Writer
@@ -142,7 +138,7 @@ func New(cfg Config) *Controller {
 	}
 	c.polls = newDelays(pollStart, cfg.Backoff.Max, c.clock)
 	c.retries = newDelays(cfg.Backoff.Start, cfg.Backoff.Max, c.clock)
-	c.loop = sync.NewLoop("csi-volumesnapshotcontents", cfg.Backoff, c.sync)
+	c.loop = sync.NewLoop("csi-snapshotter-content", cfg.Backoff, c.sync)
 	return c
 }
 

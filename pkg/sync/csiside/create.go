@@ -16,7 +16,8 @@ import (
 // handle yet. The being-created mark is on the API server before the call
 // and leaves it only once the handle is stored or the driver said, finally,
 // that nothing was cut: a call that timed out may still be cutting, and the
-// mark is what makes a later deletion finish it first (community #134).
+// mark is what makes a later deletion finish it first
+// (https://github.com/kubernetes-csi/external-snapshotter/issues/134).
 func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
 	logger := klog.FromContext(ctx)
 	if content.Spec.VolumeSnapshotRef.UID == "" {
@@ -73,7 +74,7 @@ func (c *Controller) markCreating(ctx context.Context, content *snapv1.VolumeSna
 // status patch, THEN removes the being-created mark: never before the
 // handle is stored, or a deletion in between could forget the snapshot.
 func (c *Controller) storeCreated(ctx context.Context, content *snapv1.VolumeSnapshotContent, snap *csi.Snapshot) (*snapv1.VolumeSnapshotContent, error) {
-	content, err := c.patchStatus(ctx, content, statusFrom(content, snap))
+	content, err := c.patchStatus(ctx, content, statusFrom(content, snap, c.now()))
 	if err != nil {
 		return content, err
 	}

@@ -139,12 +139,12 @@ func TestCreate(t *testing.T) {
 			wantFinalizers: bound,
 			wantStatus:     ptr(cut("snap-id", true)),
 		},
-		"a snapshot without size or time leaves them unset": {
+		"a snapshot without size or time gets the time of the answer and size 0, as the community sidecar stores them": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), &csi.Snapshot{ID: "snap-id", ReadyToUse: true}, nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("snap-id"), ReadyToUse: ptr(true)},
+			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("snap-id"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(0))},
 		},
 		"a ready content with a mark left over loses the mark and calls nothing": {
 			setup:          setup{contents: contents(newContent("c1", withStatus(cut("snap-id", true)))), objects: classes},
@@ -188,13 +188,9 @@ func TestPollUntilReady(t *testing.T) {
 			caps: csi.Capabilities{CreateDeleteSnapshot: true},
 			poll: func(ready bool) call { return createCall(goldRequest(nil), snapOf("snap-id", ready), nil) },
 		},
-		"with LIST_SNAPSHOTS ListSnapshots polls with the class's list secret": {
+		"with LIST_SNAPSHOTS a dynamic content is still polled with CreateSnapshot, as the community sidecar polls it": {
 			caps: csi.Capabilities{CreateDeleteSnapshot: true, ListSnapshots: true},
-			poll: func(ready bool) call {
-				c := getCall("snap-id", snapOf("snap-id", ready), nil)
-				c.secrets = map[string]string{"list": "token"}
-				return c
-			},
+			poll: func(ready bool) call { return createCall(goldRequest(nil), snapOf("snap-id", ready), nil) },
 		},
 	}
 	for name, tc := range cases {

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
@@ -19,10 +18,13 @@ import (
 )
 
 // syncDeleting handles a content that is being deleted and still holds our
-// finalizer. Retain: the finalizer goes, the backend snapshot stays. Delete:
-// once deletion is authorised, a create that may be in flight is finished
-// (to learn its handle), the backend snapshot is deleted, and only then the
-// finalizer goes. The backend never keeps a snapshot whose content is gone.
+// finalizer. Nothing happens until the deletion is authorised (mayDelete):
+// a content deleted by hand while its VolumeSnapshot lives, or copied from
+// another cluster, keeps its backend snapshot and its finalizer, as with the
+// community sidecar. Retain: the finalizer goes, the backend snapshot stays.
+// Delete: a create that may be in flight is finished (to learn its handle),
+// the backend snapshot is deleted, and only then the finalizer goes. The
+// backend never keeps a snapshot whose content is gone.
 func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
 	logger := klog.FromContext(ctx)
 	c.polls.forget(content.Name)
@@ -30,19 +32,18 @@ func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSna
 	if !snapshot.HasFinalizer(content, snapshot.FinalizerContentBound) {
 		return sync.Result{}, nil
 	}
-	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete {
-		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", knownHandle(content))
-		return sync.Result{}, c.release(ctx, content, false)
-	}
-	ok, why, err := c.mayDelete(ctx, content)
-	if err != nil {
-		return sync.Result{}, err
-	}
+	ok, why := mayDelete(content)
 	if !ok {
 		// The binder's being-deleted mark arrives as an event.
-		logger.V(2).Info("Content deleted while its VolumeSnapshot is bound and not being deleted: waiting for the being-deleted mark")
-		return sync.Result{RequeueAfter: wait.Jitter(unauthorizedRecheck, 0.2)}, nil
+		logger.V(2).Info("Content deleted without the binder's being-deleted mark: keeping the backend snapshot and the finalizer until its VolumeSnapshot is deleted",
+			"volumeSnapshot", content.Spec.VolumeSnapshotRef.Namespace+"/"+content.Spec.VolumeSnapshotRef.Name)
+		return sync.Result{}, nil
 	}
+	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete {
+		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", knownHandle(content), "because", why)
+		return sync.Result{}, c.release(ctx, content, false)
+	}
+	var err error
 	logger.V(4).Info("Backend snapshot may be deleted", "because", why)
 	handle := knownHandle(content)
 	if handle == "" && isDynamic(content) && isMarkedCreating(content) {
@@ -66,32 +67,31 @@ func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSna
 	return sync.Result{}, c.release(ctx, content, true)
 }
 
-// mayDelete decides whether the backend snapshot of a deleted Delete content
-// may go. content must be the informer's copy, never one returned by our
-// own write: a patch that only looked applied is how the community sidecar
-// leaked (community #1446). Allowed when the API server holds the binder's
-// being-deleted mark, or when the content is not bound: no VolumeSnapshot
-// UID, or that VolumeSnapshot is gone or replaced. The VolumeSnapshot is
-// read live: the CSI side keeps no snapshot cache, and a stale one could
-// call a bound content unbound.
-func (c *Controller) mayDelete(ctx context.Context, content *snapv1.VolumeSnapshotContent) (bool, string, error) {
+// mayDelete decides whether a deleted content may be released (and, for
+// Delete, its backend snapshot deleted). content must be the informer's copy,
+// never one returned by our own write: a patch that only looked applied is
+// how the community sidecar leaked
+// (https://github.com/kubernetes-csi/external-snapshotter/issues/1446).
+// Allowed when the API server holds the binder's being-deleted mark, or when
+// a pre-provisioned content was never bound to a VolumeSnapshot (no UID).
+// Never otherwise:
+// a content whose VolumeSnapshot is gone may have been copied from another
+// cluster, whose backend snapshot it names (docs/contract.md).
+func mayDelete(content *snapv1.VolumeSnapshotContent) (bool, string) {
 	if snapshot.HasAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
-		return true, "the binder marked it being-deleted", nil
+		return true, "the binder marked it being-deleted"
 	}
-	ref := content.Spec.VolumeSnapshotRef
-	if ref.UID == "" || ref.Name == "" {
-		return true, "it is not bound to a VolumeSnapshot", nil
+	if content.Spec.VolumeSnapshotRef.UID != "" {
+		return false, ""
 	}
-	vs, err := c.cfg.Snap.SnapshotV1().VolumeSnapshots(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err):
-		return true, "its VolumeSnapshot is gone", nil
-	case err != nil:
-		return false, "", fmt.Errorf("reading VolumeSnapshot %s/%s: %w", ref.Namespace, ref.Name, err)
-	case vs.UID != ref.UID:
-		return true, "its VolumeSnapshot was replaced", nil
+	case !isDynamic(content):
+		return true, "it is a pre-provisioned content never bound to a VolumeSnapshot"
+	case statusHandle(content) == "":
+		// The CSI name derives from the UID: nothing was ever cut.
+		return true, "it is a dynamic content without a snapshot UID or handle"
 	}
-	return false, "", nil
+	return false, ""
 }
 
 // isCurrent reports whether the cached content is the API server's current

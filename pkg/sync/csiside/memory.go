@@ -82,7 +82,7 @@ func (d *delays) len() int {
 // copy is recognised and skipped: the event of our last write follows.
 //
 // It never decides whether a backend snapshot may be deleted: that reads the
-// informer's copy only (community issue #1446).
+// informer's copy only (https://github.com/kubernetes-csi/external-snapshotter/issues/1446).
 type staleCopies struct {
 	mu sync.Mutex
 	m  map[string]*written

@@ -14,7 +14,8 @@ import (
 // syncUnready reads the status of a backend snapshot that is not known to
 // be ready: a dynamic one cut earlier, or a pre-provisioned one. It polls
 // with a per-content backoff for as long as the content exists
-// (community #953: a snapshot never polled again stays unready forever).
+// (https://github.com/kubernetes-csi/external-snapshotter/issues/953: a
+// snapshot never polled again stays unready forever).
 func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
 	logger := klog.FromContext(ctx)
 	for _, d := range []*delays{c.polls, c.retries} {
@@ -27,7 +28,7 @@ func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnap
 		logger.V(2).Info("Reading the snapshot status failed", "err", err)
 		return c.failed(ctx, content, ReasonCheckFailed, "Failed to check snapshot status: "+csi.DriverMessage(err))
 	}
-	if _, err := c.patchStatus(ctx, content, statusFrom(content, snap)); err != nil {
+	if _, err := c.patchStatus(ctx, content, statusFrom(content, snap, c.now())); err != nil {
 		return sync.Result{}, err
 	}
 	c.retries.forget(content.Name)
@@ -41,26 +42,16 @@ func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnap
 	return sync.Result{}, nil
 }
 
-// readSnapshot asks the driver about the content's snapshot: ListSnapshots
-// when it is offered; otherwise CreateSnapshot again for a dynamic content
-// (idempotent by name, so it reports the same snapshot); otherwise a
-// pre-provisioned snapshot cannot be read and is taken to be ready.
+// readSnapshot asks the driver about the content's snapshot. A dynamic
+// content is polled with CreateSnapshot again (idempotent by name), with the
+// class parameters and the create secret, as the community sidecar does: a
+// driver that needs credentials gets the ones it was cut with, and
+// ListSnapshots is never needed for it. A pre-provisioned content is read
+// with ListSnapshots and the class's list secret when the driver offers it;
+// otherwise it cannot be read and is taken to be ready.
 func (c *Controller) readSnapshot(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*csi.Snapshot, error) {
 	handle := knownHandle(content)
 	switch {
-	case c.cfg.Driver.Capabilities().ListSnapshots:
-		secrets, err := c.listSecrets(ctx, content)
-		if err != nil {
-			return nil, err
-		}
-		snap, err := c.callGet(ctx, handle, secrets)
-		if err != nil {
-			return nil, err
-		}
-		if snap == nil {
-			return nil, fmt.Errorf("the CSI driver does not know snapshot %q", handle)
-		}
-		return snap, nil
 	case isDynamic(content):
 		req, err := c.createRequest(ctx, content)
 		if err != nil {
@@ -72,6 +63,19 @@ func (c *Controller) readSnapshot(ctx context.Context, content *snapv1.VolumeSna
 		}
 		if snap.ID != handle {
 			return nil, fmt.Errorf("CreateSnapshot %q answered with snapshot %q, but the content holds %q", req.Name, snap.ID, handle)
+		}
+		return snap, nil
+	case c.cfg.Driver.Capabilities().ListSnapshots:
+		secrets, err := c.listSecrets(ctx, content)
+		if err != nil {
+			return nil, err
+		}
+		snap, err := c.callGet(ctx, handle, secrets)
+		if err != nil {
+			return nil, err
+		}
+		if snap == nil {
+			return nil, fmt.Errorf("the CSI driver does not know snapshot %q", handle)
 		}
 		return snap, nil
 	default:

@@ -72,7 +72,7 @@ func (c *Controller) classParameters(content *snapv1.VolumeSnapshotContent) (map
 	if err != nil || class == nil {
 		return map[string]string{}, err
 	}
-	return snapshot.DriverParameters(class.Parameters), nil
+	return snapshot.DriverParameters(class.Parameters)
 }
 
 // deletionSecrets reads the secret the binder named in the content's

@@ -2,6 +2,7 @@ package csiside
 
 import (
 	"context"
+	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -110,8 +111,12 @@ func (c *Controller) patchStatus(ctx context.Context, content *snapv1.VolumeSnap
 }
 
 // statusFrom returns the status fields that differ from what the driver
-// said about snap, clearing status.error: the call succeeded.
-func statusFrom(content *snapv1.VolumeSnapshotContent, snap *csi.Snapshot) map[string]any {
+// said about snap, clearing status.error: the call succeeded. The first
+// creationTime and restoreSize are kept, as the community sidecar keeps them:
+// later polls never move the time of the cut. A driver that gives no
+// creation time gets now (the cut happened by the time it answered), and a
+// size of 0 (CSI: unknown) is stored as 0 until the driver reports one.
+func statusFrom(content *snapv1.VolumeSnapshotContent, snap *csi.Snapshot, now time.Time) map[string]any {
 	cur := content.Status
 	if cur == nil {
 		cur = &snapv1.VolumeSnapshotContentStatus{}
@@ -120,13 +125,14 @@ func statusFrom(content *snapv1.VolumeSnapshotContent, snap *csi.Snapshot) map[s
 	if statusHandle(content) != snap.ID {
 		out["snapshotHandle"] = snap.ID
 	}
-	if !snap.CreationTime.IsZero() {
-		if t := snap.CreationTime.UnixNano(); cur.CreationTime == nil || *cur.CreationTime != t {
-			out["creationTime"] = t
+	if cur.CreationTime == nil {
+		t := snap.CreationTime
+		if t.IsZero() {
+			t = now
 		}
+		out["creationTime"] = t.UnixNano()
 	}
-	// CSI: size_bytes 0 means unknown, not empty.
-	if snap.SizeBytes > 0 && (cur.RestoreSize == nil || *cur.RestoreSize != snap.SizeBytes) {
+	if snap.SizeBytes >= 0 && (cur.RestoreSize == nil || (*cur.RestoreSize == 0 && snap.SizeBytes > 0)) {
 		out["restoreSize"] = snap.SizeBytes
 	}
 	if cur.ReadyToUse == nil || *cur.ReadyToUse != snap.ReadyToUse {

@@ -56,16 +56,9 @@ func runSyncCases(t *testing.T, cases map[string]syncCase) {
 	}
 }
 
-// checkRequeue compares a requeue delay; the unauthorised-deletion recheck
-// is jittered by up to 20%.
+// checkRequeue compares a requeue delay.
 func checkRequeue(t *testing.T, got, want time.Duration) {
 	t.Helper()
-	if want == unauthorizedRecheck {
-		if got < want || got > want*12/10 {
-			t.Errorf("requeue after %v, want %v plus up to 20%%", got, want)
-		}
-		return
-	}
 	if got != want {
 		t.Errorf("requeue after %v, want %v", got, want)
 	}

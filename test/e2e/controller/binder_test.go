@@ -220,10 +220,35 @@ func TestClaimProtectionAndRestoreProtection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.deleteSnapshot(t, "snap")
-	time.Sleep(2 * time.Second)
+	// Every finalizer stays and the content is neither marked nor deleted
+	// while the claim restores: the backend snapshot is its source.
+	framework.Eventually(t, 20*time.Second, "SnapshotDeletePending event", func() (bool, error) {
+		evs, err := s.env.Kube.CoreV1().Events(s.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=snap"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == snapshot.ReasonSnapshotDeletePending {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	got := s.get(t, "snap")
-	if !snapshot.HasFinalizer(got, snapshot.FinalizerSnapshotAsSource) {
-		t.Fatal("snapshot released while a claim restores from it")
+	for _, f := range []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound} {
+		if !snapshot.HasFinalizer(got, f) {
+			t.Fatalf("snapshot lost %s while a claim restores from it", f)
+		}
+	}
+	content, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, *got.Status.BoundVolumeSnapshotContentName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if content.DeletionTimestamp != nil || snapshot.HasAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
+		t.Fatal("the content of a snapshot a claim restores from was marked or deleted")
+	}
+	if b, err := s.drv.Snapshots(ctx); err != nil || len(b) != 1 {
+		t.Fatalf("backend snapshots %+v (%v), want the restore source kept", b, err)
 	}
 	// The restore finishes: the snapshot goes.
 	restore.Status.Phase = corev1.ClaimBound
