@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -32,8 +33,34 @@ func registerClientMetrics(reg prometheus.Registerer) {
 			RequestResult:  resultAdapter{results},
 		})
 		workqueue.SetProvider(newQueueMetrics(reg))
+		leaderelection.SetProvider(newLeaderMetrics(reg))
 	})
 }
+
+// leaderMetrics implements leaderelection.MetricsProvider with the series
+// Kubernetes components (and the community snapshot controllers) expose:
+// leader_election_master_status{name} is 1 while this process leads the
+// Lease name, 0 after it lost it.
+type leaderMetrics struct {
+	status   *prometheus.GaugeVec
+	slowpath *prometheus.CounterVec
+}
+
+func newLeaderMetrics(reg prometheus.Registerer) *leaderMetrics {
+	m := &leaderMetrics{
+		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "leader_election_master_status",
+			Help: "1 while this process is the leader of the Lease name, else 0."}, []string{"name"}),
+		slowpath: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leader_election_slowpath_total",
+			Help: "Lease renewals that took the slow path (a full update)."}, []string{"name"}),
+	}
+	reg.MustRegister(m.status, m.slowpath)
+	return m
+}
+
+func (m *leaderMetrics) NewLeaderMetric() leaderelection.LeaderMetric { return m }
+func (m *leaderMetrics) On(name string)                               { m.status.WithLabelValues(name).Set(1) }
+func (m *leaderMetrics) Off(name string)                              { m.status.WithLabelValues(name).Set(0) }
+func (m *leaderMetrics) SlowpathExercised(name string)                { m.slowpath.WithLabelValues(name).Inc() }
 
 type latencyAdapter struct{ h *prometheus.HistogramVec }
 

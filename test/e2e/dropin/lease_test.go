@@ -80,8 +80,12 @@ func TestForeignLeaseHolderIsWaitedForWithLeaderElection(t *testing.T) {
 	env := framework.Shared(t)
 	ns := env.Namespace(t)
 	foreignLease(t, env, ns)
+	addr, err := framework.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := startOwn(t, env, "candidate", []string{"--kubeconfig=" + env.Kubeconfig, "--components=binder",
-		"--leader-election", "--leader-election-namespace=" + ns, "--leader-election-retry-period=1s"})
+		"--leader-election", "--leader-election-namespace=" + ns, "--leader-election-retry-period=1s", "--http-endpoint=" + addr})
 	framework.Eventually(t, 30*time.Second, "a warning naming the holder", func() (bool, error) {
 		log := p.Tail(1 << 20)
 		return strings.Contains(log, foreignHolder) && strings.Contains(log, "Waiting for it to release the Lease"), nil
@@ -112,5 +116,11 @@ func TestForeignLeaseHolderIsWaitedForWithLeaderElection(t *testing.T) {
 		}
 		return l.Spec.HolderIdentity != nil && strings.Contains(*l.Spec.HolderIdentity, "_snapkeeper_") &&
 			strings.Contains(p.Tail(1<<20), "Binder started"), nil
+	})
+	// The leader election metric Kubernetes components expose says so.
+	c := &framework.Component{Name: "candidate", HTTPAddr: addr, Proc: p}
+	framework.Eventually(t, 10*time.Second, "leader_election_master_status 1", func() (bool, error) {
+		v, err := c.Metric(ctx, "leader_election_master_status", `name="snapshot-controller-leader"`)
+		return v == 1, err
 	})
 }
