@@ -1,0 +1,182 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Writes are counted where they land: the API server's own
+// apiserver_request_total, by verb, API group and resource (with
+// subresource). No controller-manager or scheduler runs here, so the writes
+// of a window are those of the components under test and of the test itself.
+
+// WriteKey is one kind of API write.
+type WriteKey struct {
+	Verb     string // create, update, patch, delete, deletecollection, apply
+	Group    string // "" for the core group
+	Resource string // with its subresource: "volumesnapshots/status"
+}
+
+func (k WriteKey) String() string { return k.Verb + " " + k.Resource }
+
+// APIWrites counts API writes by kind.
+type APIWrites map[WriteKey]float64
+
+var writeVerbs = map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "apply",
+	"DELETE": "delete", "DELETECOLLECTION": "deletecollection"}
+
+// IsContractWrite: a write on the objects of the snapshot contract
+// (snapshot.storage.k8s.io, groupsnapshot.storage.k8s.io and claims).
+func IsContractWrite(k WriteKey) bool {
+	return strings.HasSuffix(k.Group, "snapshot.storage.k8s.io") || strings.HasPrefix(k.Resource, "persistentvolumeclaims")
+}
+
+// IsEventWrite: an event (core or events.k8s.io).
+func IsEventWrite(k WriteKey) bool { return strings.HasPrefix(k.Resource, "events") }
+
+// Sub returns w minus o, without the kinds that did not change.
+func (w APIWrites) Sub(o APIWrites) APIWrites {
+	out := APIWrites{}
+	for k, v := range w {
+		if d := v - o[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// Total sums the kinds keep accepts (all with nil).
+func (w APIWrites) Total(keep func(WriteKey) bool) float64 {
+	var s float64
+	for k, v := range w {
+		if keep == nil || keep(k) {
+			s += v
+		}
+	}
+	return s
+}
+
+// String lists the kinds, e.g. "3 patch volumesnapshotcontents, 1 create events".
+func (w APIWrites) String() string {
+	keys := make([]WriteKey, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, strconv.FormatFloat(w[k], 'f', -1, 64)+" "+k.String())
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// APIWrites reads the API server's write counters. It fails when the
+// counter is missing, so a test that expects none cannot pass by accident.
+func (e *Env) APIWrites(ctx context.Context) (APIWrites, error) {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the local test API server's self-signed certificate
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+AdminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the API server's metrics: %s", resp.Status)
+	}
+	out := APIWrites{}
+	seen := false
+	err = EachSample(resp.Body, "apiserver_request_total", func(labels map[string]string, v float64) {
+		seen = true
+		verb, ok := writeVerbs[labels["verb"]]
+		if !ok {
+			return
+		}
+		res := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			res += "/" + sub
+		}
+		out[WriteKey{Verb: verb, Group: labels["group"], Resource: res}] += v
+	})
+	if err == nil && !seen {
+		err = fmt.Errorf("the API server exposes no apiserver_request_total")
+	}
+	return out, err
+}
+
+// EachSample calls fn for every sample of metric name in a Prometheus text
+// exposition. Label values here never hold escaped quotes.
+func EachSample(r io.Reader, name string, fn func(labels map[string]string, v float64)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		labels := map[string]string{}
+		switch {
+		case strings.HasPrefix(rest, "{"):
+			end := strings.LastIndex(rest, "}")
+			if end < 0 {
+				continue
+			}
+			for _, kv := range splitLabels(rest[1:end]) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					labels[k] = strings.Trim(v, `"`)
+				}
+			}
+			rest = rest[end+1:]
+		case !strings.HasPrefix(rest, " "):
+			continue // a longer metric name with the same prefix
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			fn(labels, v)
+		}
+	}
+	return sc.Err()
+}
+
+// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	inQuote, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			if i == 0 || s[i-1] != '\\' {
+				inQuote = !inQuote
+			}
+		case ',':
+			if !inQuote {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
