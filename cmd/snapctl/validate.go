@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -48,7 +49,7 @@ func load(paths []string) (objs []object, skipped int, err error) {
 			for i, doc := range docs {
 				obj, err := manifest.Decode(doc)
 				if err != nil {
-					if strings.Contains(err.Error(), "unsupported kind") {
+					if errors.Is(err, manifest.ErrUnsupportedKind) {
 						skipped++
 						continue
 					}

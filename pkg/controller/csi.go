@@ -44,7 +44,6 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 		SnapshotNamePrefix:     o.SnapshotNamePrefix,
 		SnapshotNameUUIDLength: o.SnapshotNameUUIDLength,
 		ExtraCreateMetadata:    o.ExtraCreateMetadata,
-		Timeout:                o.Timeout,
 		NodeName:               o.NodeName,
 		Backoff:                o.backoff(),
 		ResyncPeriod:           o.ResyncPeriod,

@@ -16,6 +16,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// ErrUnsupportedKind: the document is of a kind the snapshot rules do not
+// judge (a Deployment, say); callers usually skip it.
+var ErrUnsupportedKind = errors.New("unsupported kind")
+
 // SplitDocuments splits a multi-document YAML stream, dropping empty
 // documents.
 func SplitDocuments(data []byte) ([][]byte, error) {
@@ -68,7 +72,7 @@ func Decode(doc []byte) (metav1.Object, error) {
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):
 		obj = &corev1.Namespace{}
 	default:
-		return nil, fmt.Errorf("unsupported kind %q of apiVersion %q", tm.Kind, tm.APIVersion)
+		return nil, fmt.Errorf("%w: kind %q of apiVersion %q", ErrUnsupportedKind, tm.Kind, tm.APIVersion)
 	}
 	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
 		return nil, err

@@ -84,9 +84,6 @@ type Config struct {
 	// ExtraCreateMetadata passes the snapshot and content names to the
 	// driver (--extra-create-metadata).
 	ExtraCreateMetadata bool
-	// Timeout bounds each CSI call (--timeout); zero leaves it to the
-	// driver client.
-	Timeout time.Duration
 	// NodeName, when set (--node-deployment), limits the loop to contents
 	// labelled LabelManagedBy=NodeName.
 	NodeName string

@@ -75,9 +75,8 @@ func deleteCall(id string, secrets map[string]string, err error) call {
 // fakeDriver answers the calls of its script in order and fails the test on
 // any call it does not expect.
 type fakeDriver struct {
-	t        *testing.T
-	caps     csi.Capabilities
-	deadline bool // every call must carry a deadline
+	t    *testing.T
+	caps csi.Capabilities
 
 	mu    gosync.Mutex
 	calls []call
@@ -97,9 +96,6 @@ func (d *fakeDriver) next(ctx context.Context, method string) (call, bool) {
 	d.t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := ctx.Deadline(); d.deadline && !ok {
-		d.t.Errorf("%s called without a deadline", method)
-	}
 	if d.made >= len(d.calls) {
 		d.t.Errorf("unexpected call %s (call %d; %d expected)", method, d.made+1, len(d.calls))
 		return call{}, false
@@ -362,7 +358,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		ctx:    klog.NewContext(context.Background(), logger),
 		logs:   logger.GetSink().(ktesting.Underlier).GetBuffer(),
 		api:    newFakeAPI(snapObjs, s.secrets),
-		driver: &fakeDriver{t: t, caps: s.caps, deadline: true},
+		driver: &fakeDriver{t: t, caps: s.caps},
 		rec:    record.NewFakeRecorder(100),
 		now:    testTime,
 	}
@@ -379,7 +375,6 @@ func newHarness(t *testing.T, s setup) *harness {
 		ClassInformer:          factory.Snapshot().V1().VolumeSnapshotClasses(),
 		Recorder:               h.rec,
 		SnapshotNameUUIDLength: -1,
-		Timeout:                time.Minute,
 		Backoff:                retryBackoff,
 	}
 	if s.config != nil {

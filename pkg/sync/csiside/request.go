@@ -116,28 +116,17 @@ func (c *Controller) secret(ctx context.Context, namespace, name string) (map[st
 	return out, nil
 }
 
-// callContext bounds one CSI call by the configured timeout.
-func (c *Controller) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.cfg.Timeout <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, c.cfg.Timeout)
-}
+// The CSI client (pkg/csi) bounds every call by --timeout; the calls here
+// only pass the worker's context on.
 
 func (c *Controller) callCreate(ctx context.Context, req csi.CreateRequest) (*csi.Snapshot, error) {
-	ctx, cancel := c.callContext(ctx)
-	defer cancel()
 	return c.cfg.Driver.CreateSnapshot(ctx, req)
 }
 
 func (c *Controller) callGet(ctx context.Context, id string, secrets map[string]string) (*csi.Snapshot, error) {
-	ctx, cancel := c.callContext(ctx)
-	defer cancel()
 	return c.cfg.Driver.GetSnapshot(ctx, id, secrets)
 }
 
 func (c *Controller) callDelete(ctx context.Context, id string, secrets map[string]string) error {
-	ctx, cancel := c.callContext(ctx)
-	defer cancel()
 	return c.cfg.Driver.DeleteSnapshot(ctx, id, secrets)
 }
