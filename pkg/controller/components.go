@@ -18,9 +18,12 @@ func (o *Options) backoff() sync.Backoff { return sync.Backoff{Start: o.RetrySta
 func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health) error {
 	kubeInf := informers.NewSharedInformerFactory(cl.kube, o.ResyncPeriod)
 	snapInf := snapinformers.NewSharedInformerFactory(cl.snap, o.ResyncPeriod)
+	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)
+	w := writer.New(cl.kube, cl.snap, componentReg)
+	registerCacheLag(componentReg, w.Lag())
 	b, err := binder.New(binder.Config{
 		Snap:                    cl.snap,
-		Writer:                  writer.New(cl.kube, cl.snap, prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)),
+		Writer:                  w,
 		KubeInformers:           kubeInf,
 		SnapInformers:           snapInf,
 		Recorder:                newRecorder(ctx, cl.kube, "snapshot-controller"),

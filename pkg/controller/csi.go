@@ -33,11 +33,14 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 	// Only contents are filtered by node; classes are cluster-wide.
 	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, opts...)
 	classInf := snapinformers.NewSharedInformerFactory(cl.snap, 0)
+	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)
+	w := writer.New(cl.kube, cl.snap, componentReg)
+	registerCacheLag(componentReg, w.Lag())
 	ctrl := csiside.New(csiside.Config{
 		Driver:                 drv,
 		Kube:                   cl.kube,
 		Snap:                   cl.snap,
-		Writer:                 writer.New(cl.kube, cl.snap, prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)),
+		Writer:                 w,
 		ContentInformer:        snapInf.Snapshot().V1().VolumeSnapshotContents(),
 		ClassInformer:          classInf.Snapshot().V1().VolumeSnapshotClasses(),
 		Recorder:               newRecorder(ctx, cl.kube, "csi-snapshotter "+drv.Name()),

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 )
 
 var registerOnce gosync.Once
@@ -35,6 +37,16 @@ func registerClientMetrics(reg prometheus.Registerer) {
 		workqueue.SetProvider(newQueueMetrics(reg))
 		leaderelection.SetProvider(newLeaderMetrics(reg))
 	})
+}
+
+// registerCacheLag exposes the size of a component's cache-lag tracker
+// (pkg/cachelag, owned by its Writer) as snapkeeper_cache_lag_entries; reg
+// is the component's registerer, which adds the component label.
+func registerCacheLag(reg prometheus.Registerer, lag *cachelag.Tracker) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snapkeeper_cache_lag_entries",
+		Help: "Objects whose own write, creation or deletion the component's informer cache does not show yet, writes in flight included.",
+	}, func() float64 { return float64(lag.Len()) }))
 }
 
 // leaderMetrics implements leaderelection.MetricsProvider with the series

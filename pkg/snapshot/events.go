@@ -5,8 +5,11 @@ package snapshot
 // for a situation the community has no reason for.
 const (
 	// On VolumeSnapshots, from the binder.
-	ReasonSnapshotReady                 = "SnapshotReady"
-	ReasonCreateSnapshotContentFailed   = "CreateSnapshotContentFailed"
+	ReasonSnapshotReady               = "SnapshotReady"
+	ReasonCreateSnapshotContentFailed = "CreateSnapshotContentFailed"
+	// ReasonSnapshotContentCreationFailed: the content cannot be made yet
+	// (claim missing, unbound, being deleted; volume missing or not CSI).
+	ReasonSnapshotContentCreationFailed = "SnapshotContentCreationFailed"
 	ReasonSetDefaultSnapshotClassFailed = "SetDefaultSnapshotClassFailed"
 	ReasonGetSnapshotClassFailed        = "GetSnapshotClassFailed"
 	ReasonSnapshotContentMissing        = "SnapshotContentMissing"
@@ -15,9 +18,6 @@ const (
 	ReasonSnapshotMisbound              = "SnapshotMisbound"
 	ReasonSnapshotPVCSourceMissing      = "SnapshotPVCSourceMissing"
 	ReasonSnapshotDeletePending         = "SnapshotDeletePending"
-	// ReasonSnapshotFailed mirrors a content's status.error onto its
-	// VolumeSnapshot.
-	ReasonSnapshotFailed = "SnapshotCreationFailed"
 
 	// On VolumeSnapshotContents, from the CSI side.
 	ReasonCreationFailed = "SnapshotCreationFailed"

@@ -3,7 +3,9 @@
 // or delete; claims are updated, conditional on the read copy's
 // resourceVersion, because the community RBAC grants no patch on them), and
 // every write is counted in snapkeeper_api_writes_total so the write budget
-// per snapshot is visible in /metrics and in benchmarks.
+// per snapshot is visible in /metrics and in benchmarks. Every write is also
+// recorded in the Writer's cache-lag tracker (pkg/cachelag), which tells a
+// sync whether its cached copy already shows our writes.
 package writer
 
 import (

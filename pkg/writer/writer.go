@@ -12,19 +12,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 )
 
-// Writer performs and counts every write of the controller.
+// Writer performs and counts every write of the controller, and records
+// each in its cache-lag tracker (Lag).
 type Writer struct {
 	snap   snapclient.Interface
 	kube   kubernetes.Interface
 	writes *prometheus.CounterVec
-	stale  staleness
+	lag    *cachelag.Tracker
 }
 
 // New returns a Writer; reg may be nil (tests).
 func New(kube kubernetes.Interface, snap snapclient.Interface, reg prometheus.Registerer) *Writer {
-	w := &Writer{snap: snap, kube: kube, writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+	w := &Writer{snap: snap, kube: kube, lag: cachelag.New(), writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "snapkeeper_api_writes_total",
 		Help: "API writes sent by the controller, by resource, verb and result.",
 	}, []string{"resource", "verb", "result"})}
@@ -32,6 +35,24 @@ func New(kube kubernetes.Interface, snap snapclient.Interface, reg prometheus.Re
 		reg.MustRegister(w.writes)
 	}
 	return w
+}
+
+// Lag is the tracker of what this Writer's writes did that the informer
+// cache may not show yet. The component that owns the Writer feeds it the
+// informer events of every kind it writes (Observe, Deleted).
+func (w *Writer) Lag() *cachelag.Tracker { return w.lag }
+
+// Stale reports whether obj is a cached copy that predates one of our
+// writes to it (Tracker.Stale).
+func (w *Writer) Stale(obj metav1.Object) bool { return w.lag.Stale(obj) }
+
+// metaOp is the tracker's kind of a metadata write of obj: Finalize when it
+// removes the last finalizer of an object being deleted.
+func metaOp(obj metav1.Object, p *MetaPatch) cachelag.Op {
+	if p.setFinalizers && len(p.finalizers) == 0 && obj.GetDeletionTimestamp() != nil {
+		return cachelag.Finalize
+	}
+	return cachelag.Update
 }
 
 func (w *Writer) count(resource, verb string, err error) {
@@ -51,12 +72,13 @@ func (w *Writer) PatchSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot, p
 	if err != nil {
 		return nil, err
 	}
+	lw := w.lag.Begin(metaOp(vs, &p.Meta), vs)
 	out, err := w.snap.SnapshotV1().VolumeSnapshots(vs.Namespace).Patch(ctx, vs.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	lw.Done(out, err)
 	w.count("volumesnapshots", "patch", err)
 	if err != nil {
 		return nil, fmt.Errorf("patch VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
-	w.stale.wrote(vs)
 	return out, nil
 }
 
@@ -66,18 +88,22 @@ func (w *Writer) PatchSnapshotStatus(ctx context.Context, vs *snapv1.VolumeSnaps
 	if err != nil {
 		return nil, err
 	}
+	lw := w.lag.Begin(cachelag.Update, vs)
 	out, err := w.snap.SnapshotV1().VolumeSnapshots(vs.Namespace).Patch(ctx, vs.Name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
+	lw.Done(out, err)
 	w.count("volumesnapshots/status", "patch", err)
 	if err != nil {
 		return nil, fmt.Errorf("patch status of VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
-	w.stale.wrote(vs)
 	return out, nil
 }
 
-// CreateContent creates a VolumeSnapshotContent.
+// CreateContent creates a VolumeSnapshotContent; until the cache has it,
+// cachelag.Created finds it by name.
 func (w *Writer) CreateContent(ctx context.Context, c *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+	lw := w.lag.Begin(cachelag.Create, c)
 	out, err := w.snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, c, metav1.CreateOptions{})
+	lw.Done(out, err)
 	w.count("volumesnapshotcontents", "create", err)
 	if err != nil {
 		return nil, fmt.Errorf("create VolumeSnapshotContent %s: %w", c.Name, err)
@@ -86,11 +112,16 @@ func (w *Writer) CreateContent(ctx context.Context, c *snapv1.VolumeSnapshotCont
 }
 
 // DeleteContent deletes a VolumeSnapshotContent, only if its UID still
-// matches (never a namesake created in between).
+// matches (never a namesake created in between). An accepted delete is
+// remembered until the cache shows it (Tracker.DeleteSent).
 func (w *Writer) DeleteContent(ctx context.Context, c *snapv1.VolumeSnapshotContent) error {
+	lw := w.lag.Begin(cachelag.Delete, c)
 	err := w.snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, c.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &c.UID},
 	})
+	// NotFound is not remembered: the object is gone, and its delete
+	// event may have passed already.
+	lw.Done(nil, err)
 	w.count("volumesnapshotcontents", "delete", err)
 	if err != nil {
 		return fmt.Errorf("delete VolumeSnapshotContent %s: %w", c.Name, err)
@@ -107,12 +138,13 @@ func (w *Writer) PatchContent(ctx context.Context, c *snapv1.VolumeSnapshotConte
 	if err != nil {
 		return nil, err
 	}
+	lw := w.lag.Begin(metaOp(c, &p.Meta), c)
 	out, err := w.snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, c.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	lw.Done(out, err)
 	w.count("volumesnapshotcontents", "patch", err)
 	if err != nil {
 		return nil, fmt.Errorf("patch VolumeSnapshotContent %s: %w", c.Name, err)
 	}
-	w.stale.wrote(c)
 	return out, nil
 }
 
@@ -122,7 +154,9 @@ func (w *Writer) PatchContentStatus(ctx context.Context, c *snapv1.VolumeSnapsho
 	if err != nil {
 		return nil, err
 	}
+	lw := w.lag.Begin(cachelag.Update, c)
 	out, err := w.snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, c.Name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
+	lw.Done(out, err)
 	w.count("volumesnapshotcontents/status", "patch", err)
 	if err != nil {
 		return nil, fmt.Errorf("patch status of VolumeSnapshotContent %s: %w", c.Name, err)
@@ -148,11 +182,12 @@ func (w *Writer) UpdatePVC(ctx context.Context, pvc *corev1.PersistentVolumeClai
 	if p.Precondition != "" {
 		next.ResourceVersion = p.Precondition
 	}
+	lw := w.lag.Begin(metaOp(pvc, &p.Meta), pvc)
 	out, err := w.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, next, metav1.UpdateOptions{})
+	lw.Done(out, err)
 	w.count("persistentvolumeclaims", "update", err)
 	if err != nil {
 		return nil, fmt.Errorf("update PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
-	w.stale.wrote(pvc)
 	return out, nil
 }

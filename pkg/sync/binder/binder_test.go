@@ -101,15 +101,15 @@ func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 		},
 		"a missing claim is waited for": {
 			objs: []runtime.Object{newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
-			message: "PersistentVolumeClaim ns/pvc1 does not exist yet", reason: "SnapshotPVCSourceMissing",
+			message: "PersistentVolumeClaim ns/pvc1 does not exist yet", reason: "SnapshotContentCreationFailed",
 		},
 		"an unbound claim is waited for": {
 			objs: []runtime.Object{unbound, pv, newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
-			message: "is not bound yet", reason: "SnapshotPVCSourceMissing",
+			message: "is not bound yet", reason: "SnapshotContentCreationFailed",
 		},
 		"a claim being deleted is refused and gets no finalizer": {
 			objs: []runtime.Object{deleting, pv, newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
-			message: "is being deleted", reason: "SnapshotPVCSourceMissing",
+			message: "is being deleted", reason: "SnapshotContentCreationFailed",
 		},
 	}
 	for name, tc := range cases {

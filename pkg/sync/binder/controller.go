@@ -7,7 +7,6 @@ package binder
 import (
 	"context"
 	"fmt"
-	gosync "sync"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -15,12 +14,14 @@ import (
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/sync"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
@@ -58,11 +59,10 @@ type Controller struct {
 	snapIndex cache.Indexer
 	pvcIndex  cache.Indexer
 	synced    []cache.InformerSynced
-	// created holds contents this binder created until its cache has them.
-	created gosync.Map
-	// deleted holds the UIDs of contents this binder deleted until the
-	// cache shows their deletion, so a stale copy is not deleted twice.
-	deleted      gosync.Map
+	// lag is the Writer's tracker of our writes the cache does not show
+	// yet: stale copies, contents created but not cached yet, deletes sent.
+	// Every informer event feeds it.
+	lag          *cachelag.Tracker
 	snapshotLoop *sync.Loop
 	contentLoop  *sync.Loop
 	pvcLoop      *sync.Loop
@@ -88,6 +88,7 @@ func New(cfg Config) (*Controller, error) {
 		classes:   sv1.VolumeSnapshotClasses().Lister(),
 		pvcs:      core.PersistentVolumeClaims().Lister(),
 		pvs:       core.PersistentVolumes().Lister(),
+		lag:       cfg.Writer.Lag(),
 	}
 	if cfg.DistributedSnapshotting {
 		nodeInf := core.Nodes()
@@ -123,12 +124,23 @@ func New(cfg Config) (*Controller, error) {
 	}
 	for _, h := range handlers {
 		fn := h.fn
+		// The tracker hears of every event before the key is queued, so
+		// the sync it wakes sees what the cache shows.
+		observe := func(obj any) {
+			if m, ok := obj.(metav1.Object); ok {
+				c.lag.Observe(m)
+			}
+			fn(obj)
+		}
 		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    fn,
-			UpdateFunc: func(_, obj any) { fn(obj) },
+			AddFunc:    observe,
+			UpdateFunc: func(_, obj any) { observe(obj) },
 			DeleteFunc: func(obj any) {
 				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 					obj = d.Obj
+				}
+				if m, ok := obj.(metav1.Object); ok {
+					c.lag.Deleted(m)
 				}
 				fn(obj)
 			},
@@ -181,10 +193,6 @@ func (c *Controller) onContent(obj any) {
 	content, ok := obj.(*snapv1.VolumeSnapshotContent)
 	if !ok {
 		return
-	}
-	c.created.Delete(content.Name)
-	if content.DeletionTimestamp != nil {
-		c.deleted.Delete(content.UID) // the cache shows the deletion now
 	}
 	c.contentLoop.Add(content.Name)
 	ref := content.Spec.VolumeSnapshotRef

@@ -46,12 +46,12 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 			return sync.Result{}, err
 		}
 		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
-			if _, sent := c.deleted.Load(content.UID); content.DeletionTimestamp == nil && !sent {
+			// The cache may show it undeleted a moment after our delete:
+			// the writer remembers the delete until it does.
+			if content.DeletionTimestamp == nil && !c.lag.DeleteSent(content.UID) {
 				if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
 					return sync.Result{}, err
 				}
-				// The cache may show it undeleted a moment longer.
-				c.deleted.Store(content.UID, struct{}{})
 			}
 			// The content's delete event brings us back once the CSI side
 			// removed the backend snapshot and its finalizer.

@@ -32,29 +32,29 @@ func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *prob
 	claim := *vs.Spec.Source.PersistentVolumeClaimName
 	pvc, err := c.pvcs.PersistentVolumeClaims(vs.Namespace).Get(claim)
 	if err != nil {
-		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolumeClaim %s/%s does not exist yet; create it or fix spec.source.persistentVolumeClaimName", vs.Namespace, claim)
 	}
 	if pvc.DeletionTimestamp != nil {
-		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolumeClaim %s/%s is being deleted; a snapshot cannot be taken from it", vs.Namespace, claim)
 	}
 	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolumeClaim %s/%s is not bound yet; the snapshot is taken once it is", vs.Namespace, claim)
 	}
 	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
 	if err != nil {
-		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolume %q of claim %s/%s does not exist yet", pvc.Spec.VolumeName, vs.Namespace, claim)
 	}
 	if ref := pv.Spec.ClaimRef; ref == nil || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace || (ref.UID != "" && ref.UID != pvc.UID) {
-		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolume %q is not bound to claim %s/%s (its spec.claimRef names another claim); the snapshot is taken once the volume and the claim are bound to each other",
 			pv.Name, vs.Namespace, claim)
 	}
 	if pv.Spec.CSI == nil {
-		return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing,
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolume %q is not a CSI volume; only CSI volumes can be snapshotted", pv.Name)
 	}
 	class, prob := c.resolveClass(vs, pv.Spec.CSI.Driver)
@@ -70,7 +70,7 @@ func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *prob
 	if c.cfg.DistributedSnapshotting {
 		node, err := c.nodeOf(pv)
 		if err != nil {
-			return nil, problemf(snapshot.ReasonSnapshotPVCSourceMissing, "cannot find the node of PersistentVolume %q: %v", pv.Name, err)
+			return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed, "cannot find the node of PersistentVolume %q: %v", pv.Name, err)
 		}
 		plan.node = node
 	}

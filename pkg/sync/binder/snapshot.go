@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
@@ -76,8 +77,8 @@ func (c *Controller) contentOf(vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnapshot
 		return content
 	}
 	// A content we created a moment ago, not in the cache yet.
-	if v, ok := c.created.Load(name); ok {
-		return v.(*snapv1.VolumeSnapshotContent)
+	if content, ok := cachelag.Created[*snapv1.VolumeSnapshotContent](c.lag, "", name); ok {
+		return content
 	}
 	return nil
 }
@@ -121,10 +122,11 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 	// 3. The content, born with its finalizer. The CSI side puts the
 	// being-created mark on it right before it calls the driver.
 	content := c.newContent(vs, plan)
-	created, err := c.cfg.Writer.CreateContent(ctx, content)
+	// The writer remembers the created content until the cache has it
+	// (contentOf).
+	_, err := c.cfg.Writer.CreateContent(ctx, content)
 	switch {
 	case err == nil:
-		c.created.Store(created.Name, created)
 	case !apierrors.IsAlreadyExists(err):
 		// Shown to the user, and retried with the loop's backoff.
 		if serr := c.setError(ctx, vs, problemf(snapshot.ReasonCreateSnapshotContentFailed,
@@ -231,15 +233,10 @@ func contentReady(content *snapv1.VolumeSnapshotContent) bool {
 }
 
 // cutInFlight reports whether a CreateSnapshot may still be running for the
-// content: the only time its source claim needs protection.
+// content: a CSI side (ours or the community's) puts the being-created mark
+// on it right before the call and removes it after a final answer.
 func cutInFlight(content *snapv1.VolumeSnapshotContent) bool {
-	if content.Spec.Source.VolumeHandle == nil {
-		return false
-	}
-	if snapshot.HasAnnotation(content, snapshot.AnnBeingCreated, snapshot.ValueYes) {
-		return true
-	}
-	return content.Status == nil || content.Status.SnapshotHandle == nil
+	return snapshot.HasAnnotation(content, snapshot.AnnBeingCreated, snapshot.ValueYes)
 }
 
 func snapshotFinalizers(policy snapv1.DeletionPolicy) []string {

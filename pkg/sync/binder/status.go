@@ -68,17 +68,8 @@ func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot
 		c.cfg.Recorder.Event(vs, corev1.EventTypeNormal, snapshot.ReasonSnapshotReady,
 			"Snapshot "+vs.Namespace+"/"+vs.Name+" is ready to use.")
 		c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, content.Spec.Driver, snapType(vs), "success", vs.CreationTimestamp.Time)
-	case want.Error != nil && want.Error.Message != nil && !sameError(vs.Status, want.Error):
-		c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotFailed, *want.Error.Message)
 	}
 	return nil
-}
-
-func sameError(st *snapv1.VolumeSnapshotStatus, e *snapv1.VolumeSnapshotError) bool {
-	if st == nil || st.Error == nil || st.Error.Message == nil || e == nil || e.Message == nil {
-		return false
-	}
-	return *st.Error.Message == *e.Message
 }
 
 // statusEqual compares what we own of a status; restore sizes compare by
@@ -111,10 +102,12 @@ func (c *Controller) setError(ctx context.Context, vs *snapv1.VolumeSnapshot, p 
 		return nil
 	}
 	now := metav1.Now()
-	ready := false
-	status := map[string]any{
-		"error":      &snapv1.VolumeSnapshotError{Time: &now, Message: &msg},
-		"readyToUse": &ready,
+	status := map[string]any{"error": &snapv1.VolumeSnapshotError{Time: &now, Message: &msg}}
+	if p.Reason != snapshot.ReasonGetSnapshotClassFailed && p.Reason != snapshot.ReasonSetDefaultSnapshotClassFailed {
+		// As the community controller: a class problem leaves readyToUse
+		// as it is; any other says "not ready".
+		ready := false
+		status["readyToUse"] = &ready
 	}
 	if _, err := c.cfg.Writer.PatchSnapshotStatus(ctx, vs, status); err != nil {
 		return err

@@ -107,7 +107,6 @@ type Controller struct {
 
 	polls   *delays // not-ready readiness polls
 	retries *delays // failed CSI calls outside deletion
-	seen    *staleCopies
 }
 
 // New builds the loop. It requests the content and class informers from
@@ -131,7 +130,6 @@ func New(cfg Config) *Controller {
 		classes:  cfg.ClassInformer.Lister(),
 		synced:   []cache.InformerSynced{contentInf.HasSynced, classInf.HasSynced},
 		now:      time.Now,
-		seen:     newStaleCopies(),
 	}
 	c.polls = newDelays(pollStart, cfg.Backoff.Max, c.clock)
 	c.retries = newDelays(cfg.Backoff.Start, cfg.Backoff.Max, c.clock)
@@ -170,9 +168,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 // onContent queues a content of ours. It runs in the informer's goroutine:
-// no blocking call here.
+// no blocking call here. The writer's cache-lag tracker hears of every
+// content first, so the sync it wakes sees what the cache shows.
 func (c *Controller) onContent(obj any) {
 	content, ok := obj.(*snapv1.VolumeSnapshotContent)
+	if ok {
+		c.cfg.Writer.Lag().Observe(content)
+	}
 	if ok && c.handles(content) {
 		c.loop.Add(content.Name)
 	}
@@ -184,7 +186,11 @@ func (c *Controller) onContentDeleted(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if content, ok := obj.(*snapv1.VolumeSnapshotContent); ok && c.handles(content) {
+	content, ok := obj.(*snapv1.VolumeSnapshotContent)
+	if ok {
+		c.cfg.Writer.Lag().Deleted(content)
+	}
+	if ok && c.handles(content) {
 		c.forget(content.Name)
 		c.loop.Add(content.Name)
 	}
@@ -218,7 +224,6 @@ func (c *Controller) handles(content *snapv1.VolumeSnapshotContent) bool {
 func (c *Controller) forget(name string) {
 	c.polls.forget(name)
 	c.retries.forget(name)
-	c.seen.forget(name)
 }
 
 // sync handles one content, read from the informer cache. NEVER modify that
@@ -237,7 +242,7 @@ func (c *Controller) sync(ctx context.Context, name string) (sync.Result, error)
 		return sync.Result{}, nil
 	}
 	logger := klog.FromContext(ctx).WithValues("content", name)
-	if c.seen.stale(name, content.ResourceVersion) {
+	if c.cfg.Writer.Stale(content) {
 		logger.V(5).Info("Cached copy predates our last write; waiting for its event", "resourceVersion", content.ResourceVersion)
 		return sync.Result{RequeueAfter: staleRecheck}, nil
 	}

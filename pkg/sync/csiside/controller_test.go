@@ -125,7 +125,7 @@ func TestOwnWritesAreNotRepeated(t *testing.T) {
 	if w := h.writes(); len(w) != 0 {
 		t.Errorf("sync on the fresh copy wrote %v", w)
 	}
-	if n := h.ctrl.seen.len(); n != 0 {
+	if n := h.ctrl.cfg.Writer.Lag().Len(); n != 0 {
 		t.Errorf("%d write records remain after the cache caught up", n)
 	}
 }

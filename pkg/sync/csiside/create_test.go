@@ -139,12 +139,12 @@ func TestCreate(t *testing.T) {
 			wantFinalizers: bound,
 			wantStatus:     ptr(cut("snap-id", true)),
 		},
-		"a snapshot without size or time gets the time of the answer and size 0, as the community sidecar stores them": {
+		"a snapshot without size or time gets the time of the answer and no restoreSize": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), &csi.Snapshot{ID: "snap-id", ReadyToUse: true}, nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("snap-id"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(0))},
+			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("snap-id"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano())},
 		},
 		"a ready content with a mark left over loses the mark and calls nothing": {
 			setup:          setup{contents: contents(newContent("c1", withStatus(cut("snap-id", true)))), objects: classes},

@@ -132,8 +132,10 @@ func withError(st snapv1.VolumeSnapshotContentStatus, msg string) snapv1.VolumeS
 	return st
 }
 
+// errorStatus is the status of a content whose first call failed: the error
+// and readyToUse=false, as the community sidecar writes them.
 func errorStatus(msg string) snapv1.VolumeSnapshotContentStatus {
-	return withError(snapv1.VolumeSnapshotContentStatus{}, msg)
+	return withError(snapv1.VolumeSnapshotContentStatus{ReadyToUse: ptr(false)}, msg)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -35,7 +35,7 @@ func TestPreProvisioned(t *testing.T) {
 			setup:          setup{contents: imported()},
 			wantWrites:     []string{"patch status"},
 			wantFinalizers: bound,
-			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("backend-1"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(0))},
+			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("backend-1"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano())},
 		},
 		"an id the driver does not know is shown in status.error and retried": {
 			setup:          setup{contents: imported(), caps: list},
@@ -68,12 +68,12 @@ func TestPreProvisioned(t *testing.T) {
 			setup:          setup{contents: imported(finalizers())},
 			wantWrites:     []string{"patch", "patch status"},
 			wantFinalizers: bound,
-			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("backend-1"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(0))},
+			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("backend-1"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano())},
 		},
 		"a Retain content with a handle gets no finalizer": {
 			setup:      setup{contents: imported(finalizers(), retain())},
 			wantWrites: []string{"patch status"},
-			wantStatus: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("backend-1"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(0))},
+			wantStatus: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("backend-1"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano())},
 		},
 		"a named class that is missing blocks the list secret and is shown": {
 			setup:          setup{contents: imported(classNamed("gold")), caps: list},

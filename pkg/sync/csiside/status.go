@@ -75,8 +75,10 @@ func (c *Controller) fixMetadata(ctx context.Context, content *snapv1.VolumeSnap
 	return c.patchMeta(ctx, content, p)
 }
 
-// patchMeta writes p (nothing when it is empty) and remembers that the
-// cached copy is now stale.
+// patchMeta writes p (nothing when it is empty). The writer remembers that
+// the cached copy is now stale; when the patch removed the last finalizer,
+// the API server deleted the object and every cached copy is outdated (else
+// DeleteSnapshot would be called once more) until the delete event.
 func (c *Controller) patchMeta(ctx context.Context, content *snapv1.VolumeSnapshotContent, p *writer.Patch) (*snapv1.VolumeSnapshotContent, error) {
 	if p.Empty() {
 		return content, nil
@@ -85,14 +87,6 @@ func (c *Controller) patchMeta(ctx context.Context, content *snapv1.VolumeSnapsh
 	if err != nil {
 		return content, err
 	}
-	to := out.ResourceVersion
-	if out.DeletionTimestamp != nil && len(out.Finalizers) == 0 {
-		// The last finalizer went: the API server deleted the object and
-		// answered with its old resourceVersion. Every cached copy is now
-		// outdated (else DeleteSnapshot would be called once more).
-		to = goneVersion
-	}
-	c.seen.wrote(content.Name, content.ResourceVersion, to)
 	return out, nil
 }
 
@@ -106,7 +100,6 @@ func (c *Controller) patchStatus(ctx context.Context, content *snapv1.VolumeSnap
 	if err != nil {
 		return content, err
 	}
-	c.seen.wrote(content.Name, content.ResourceVersion, out.ResourceVersion)
 	return out, nil
 }
 
@@ -114,8 +107,9 @@ func (c *Controller) patchStatus(ctx context.Context, content *snapv1.VolumeSnap
 // said about snap, clearing status.error: the call succeeded. The first
 // creationTime and restoreSize are kept, as the community sidecar keeps them:
 // later polls never move the time of the cut. A driver that gives no
-// creation time gets now (the cut happened by the time it answered), and a
-// size of 0 (CSI: unknown) is stored as 0 until the driver reports one.
+// creation time gets the time of its answer (the community stores 1970
+// then), and a size of 0 (CSI: unknown) leaves restoreSize unset until the
+// driver reports one.
 func statusFrom(content *snapv1.VolumeSnapshotContent, snap *csi.Snapshot, now time.Time) map[string]any {
 	cur := content.Status
 	if cur == nil {
@@ -132,7 +126,7 @@ func statusFrom(content *snapv1.VolumeSnapshotContent, snap *csi.Snapshot, now t
 		}
 		out["creationTime"] = t.UnixNano()
 	}
-	if snap.SizeBytes >= 0 && (cur.RestoreSize == nil || (*cur.RestoreSize == 0 && snap.SizeBytes > 0)) {
+	if snap.SizeBytes > 0 && cur.RestoreSize == nil {
 		out["restoreSize"] = snap.SizeBytes
 	}
 	if cur.ReadyToUse == nil || *cur.ReadyToUse != snap.ReadyToUse {
@@ -161,9 +155,13 @@ func (c *Controller) setError(ctx context.Context, content *snapv1.VolumeSnapsho
 		return content, nil
 	}
 	now := metav1.NewTime(c.now())
-	out, err := c.patchStatus(ctx, content, map[string]any{
-		"error": map[string]any{"message": msg, "time": now},
-	})
+	fields := map[string]any{"error": map[string]any{"message": msg, "time": now}}
+	if content.Status == nil || content.Status.ReadyToUse == nil {
+		// As the community sidecar: an error says "not ready", which is
+		// also what makes a community binder mirror it to the snapshot.
+		fields["readyToUse"] = false
+	}
+	out, err := c.patchStatus(ctx, content, fields)
 	if err != nil {
 		return content, err
 	}

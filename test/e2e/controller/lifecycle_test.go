@@ -2,6 +2,10 @@ package controller
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +51,19 @@ func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
 	s.backendMatchesContents(t)
 	if backend, _ := s.drv.Snapshots(ctx); len(backend) != 0 {
 		t.Fatalf("driver still holds %+v", backend)
+	}
+	// Nothing is remembered of our writes once the caches caught up.
+	for _, component := range []string{"binder", "csi"} {
+		series := `snapkeeper_cache_lag_entries{component="` + component + `"} 0`
+		framework.Eventually(t, 10*time.Second, series, func() (bool, error) {
+			resp, err := http.Get("http://" + s.ctrl.HTTPAddr + "/metrics")
+			if err != nil {
+				return false, err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			return err == nil && slices.Contains(strings.Split(string(body), "\n"), series), err
+		})
 	}
 }
 

@@ -1,0 +1,228 @@
+package cachelag
+
+import (
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func meta(uid, rv string, opts ...func(*metav1.ObjectMeta)) *metav1.ObjectMeta {
+	m := &metav1.ObjectMeta{Name: "obj-" + uid, Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+func deleting(m *metav1.ObjectMeta) {
+	now := metav1.Now()
+	m.DeletionTimestamp = &now
+}
+
+func finalized(fs ...string) func(*metav1.ObjectMeta) {
+	return func(m *metav1.ObjectMeta) { m.Finalizers = fs }
+}
+
+func write(t *Tracker, op Op, before, out metav1.Object) {
+	t.Begin(op, before).Done(out, nil)
+}
+
+// The versions our writes replaced are stale, the answer and later ones
+// are not and end the record.
+func TestStaleUntilTheCacheCatchesUp(t *testing.T) {
+	tr := New()
+	write(tr, Update, meta("u", "1"), meta("u", "2"))
+	write(tr, Update, meta("u", "2"), meta("u", "3"))
+	for _, rv := range []string{"1", "2"} {
+		if !tr.Stale(meta("u", rv)) {
+			t.Errorf("copy at %s is not stale", rv)
+		}
+	}
+	if tr.Stale(meta("other", "1")) {
+		t.Error("an object we never wrote is stale")
+	}
+	if tr.Stale(meta("u", "3")) || tr.Len() != 0 {
+		t.Errorf("our answer is stale or kept (%d entries)", tr.Len())
+	}
+	if tr.Stale(meta("u", "1")) {
+		t.Error("the record survived a fresh copy")
+	}
+}
+
+// Two writes computed from the same read copy (a patch and a status patch):
+// the first answer is older than the second.
+func TestTwoWritesFromOneCopy(t *testing.T) {
+	tr := New()
+	write(tr, Update, meta("u", "1"), meta("u", "2"))
+	write(tr, Update, meta("u", "1"), meta("u", "3"))
+	if !tr.Stale(meta("u", "1")) || !tr.Stale(meta("u", "2")) || tr.Stale(meta("u", "3")) {
+		t.Error("want 1 and 2 stale, 3 fresh")
+	}
+}
+
+// An answer at the version the write was computed from (the fake
+// clientsets never move resourceVersions) still leaves that copy stale.
+func TestAnswerAtTheSameVersion(t *testing.T) {
+	tr := New()
+	write(tr, Update, meta("u", "7"), meta("u", "7"))
+	if !tr.Stale(meta("u", "7")) {
+		t.Error("the read copy is not stale")
+	}
+}
+
+func TestFailedWritesAreNotRemembered(t *testing.T) {
+	tr := New()
+	var typedNil *metav1.ObjectMeta
+	tr.Begin(Update, meta("u", "1")).Done(typedNil, errors.New("conflict"))
+	tr.Begin(Create, meta("", "")).Done(typedNil, errors.New("exists"))
+	tr.Begin(Delete, meta("u", "1")).Done(nil, errors.New("not found"))
+	if tr.Len() != 0 || tr.Stale(meta("u", "1")) || tr.DeleteSent("u") {
+		t.Errorf("failed writes left %d entries", tr.Len())
+	}
+}
+
+// Events end entries: an update shows our write, a delete ends everything.
+func TestEventsEndEntries(t *testing.T) {
+	tr := New()
+	write(tr, Update, meta("u", "1"), meta("u", "2"))
+	tr.Observe(meta("u", "1")) // a lagging event: the cache is still behind
+	if tr.Len() != 1 {
+		t.Fatal("a copy our write replaced ended the record")
+	}
+	tr.Observe(meta("u", "2"))
+	if tr.Len() != 0 {
+		t.Error("the event of our write did not end the record")
+	}
+	write(tr, Update, meta("u", "2"), meta("u", "3"))
+	tr.Deleted(meta("u", "2"))
+	if tr.Len() != 0 {
+		t.Error("the delete event did not end the record")
+	}
+}
+
+// Our write removed the last finalizer of an object being deleted: the API
+// server deleted it, and every cached copy is outdated until the delete
+// event, whatever its version.
+func TestGoneByOurWrite(t *testing.T) {
+	for name, tc := range map[string]struct {
+		op  Op
+		out *metav1.ObjectMeta
+	}{
+		"the writer says so":  {Finalize, meta("u", "9", deleting, finalized("x"))},
+		"the answer shows it": {Update, meta("u", "9", deleting)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := New()
+			write(tr, tc.op, meta("u", "5", deleting, finalized("ours")), tc.out)
+			for _, rv := range []string{"4", "5", "9"} {
+				if !tr.Stale(meta("u", rv)) {
+					t.Errorf("copy at %s not stale after our write deleted the object", rv)
+				}
+				tr.Observe(meta("u", rv, deleting, finalized("ours")))
+			}
+			tr.Deleted(meta("u", "5"))
+			if tr.Len() != 0 || tr.Stale(meta("u", "5")) {
+				t.Error("kept after the delete event")
+			}
+		})
+	}
+}
+
+func TestCreatedUntilCached(t *testing.T) {
+	tr := New()
+	sent := &metav1.ObjectMeta{Namespace: "ns", Name: "c"}
+	write(tr, Create, sent, meta("u", "1", func(m *metav1.ObjectMeta) { m.Name = "c" }))
+	got, ok := Created[*metav1.ObjectMeta](tr, "ns", "c")
+	if !ok || got.UID != "u" {
+		t.Fatalf("Created = %v, %v", got, ok)
+	}
+	if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "other"); ok {
+		t.Error("found an object we never created")
+	}
+	if tr.Stale(got) {
+		t.Error("the created object is stale")
+	}
+	if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "c"); !ok {
+		t.Error("a read (Stale) ended the created record; only the cache's events may")
+	}
+	tr.Observe(got)
+	if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "c"); ok || tr.Len() != 0 {
+		t.Error("kept after the cache has it")
+	}
+}
+
+func TestDeleteSentUntilCachedDeleted(t *testing.T) {
+	for name, event := range map[string]func(*Tracker){
+		"deletionTimestamp": func(tr *Tracker) { tr.Observe(meta("u", "3", deleting)) },
+		"delete event":      func(tr *Tracker) { tr.Deleted(meta("u", "2")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := New()
+			write(tr, Delete, meta("u", "2"), nil)
+			if !tr.DeleteSent("u") {
+				t.Fatal("delete not remembered")
+			}
+			tr.Observe(meta("u", "2")) // a copy from before the delete
+			if !tr.DeleteSent("u") {
+				t.Fatal("an undeleted copy ended the record")
+			}
+			event(tr)
+			if tr.DeleteSent("u") || tr.Len() != 0 {
+				t.Error("kept after the cache shows the deletion")
+			}
+		})
+	}
+}
+
+// The watch event of a write can arrive before the write's answer. What the
+// cache showed meanwhile ends the record at once, or nothing would.
+func TestEventsFasterThanTheAnswer(t *testing.T) {
+	t.Run("update", func(t *testing.T) {
+		tr := New()
+		w := tr.Begin(Update, meta("u", "1"))
+		tr.Observe(meta("u", "2"))
+		w.Done(meta("u", "2"), nil)
+		if tr.Len() != 0 || tr.Stale(meta("u", "1")) {
+			t.Error("the answer already in the cache was remembered")
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		tr := New()
+		w := tr.Begin(Delete, meta("u", "1"))
+		tr.Observe(meta("u", "2", deleting))
+		w.Done(nil, nil)
+		if tr.Len() != 0 || tr.DeleteSent("u") {
+			t.Error("a delete the cache shows was remembered")
+		}
+	})
+	t.Run("gone", func(t *testing.T) {
+		tr := New()
+		w := tr.Begin(Finalize, meta("u", "1", deleting))
+		tr.Deleted(meta("u", "1"))
+		w.Done(meta("u", "1", deleting), nil)
+		if tr.Len() != 0 || tr.Stale(meta("u", "1")) {
+			t.Error("an object whose delete event passed is remembered")
+		}
+	})
+	t.Run("create", func(t *testing.T) {
+		tr := New()
+		sent := &metav1.ObjectMeta{Namespace: "ns", Name: "c"}
+		out := meta("u", "1", func(m *metav1.ObjectMeta) { m.Name = "c" })
+		w := tr.Begin(Create, sent)
+		tr.Observe(out)
+		w.Done(out, nil)
+		if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "c"); ok || tr.Len() != 0 {
+			t.Error("a created object the cache has was remembered")
+		}
+	})
+}
+
+func TestUntrackedWithoutUID(t *testing.T) {
+	tr := New()
+	write(tr, Update, meta("", "1"), meta("", "2"))
+	if tr.Len() != 0 || tr.Stale(meta("", "1")) {
+		t.Error("an object without UID was tracked")
+	}
+}
