@@ -29,6 +29,8 @@ type CSIDriverOptions struct {
 type (
 	FaultRule       = csitest.Rule
 	BackendSnapshot = csitest.BackendSnapshot
+	CallLog         = csitest.CallLog
+	CallLogEntry    = csitest.CallLogEntry
 )
 
 // CSIDriver is a running mock CSI driver: the Kubernetes e2e mock service
@@ -36,7 +38,7 @@ type (
 type CSIDriver struct {
 	Name     string
 	Socket   string // unix socket path (no scheme)
-	HTTPAddr string // host:port of its /calls, /faults, /snapshots API
+	HTTPAddr string // host:port of its /calls, /calllog, /faults, /snapshots API
 	proc     *Process
 }
 
@@ -136,6 +138,31 @@ func (d *CSIDriver) Calls(ctx context.Context) (map[string]map[string]int64, err
 		Calls map[string]map[string]int64 `json:"calls"`
 	}
 	return r.Calls, d.getJSON(ctx, "/calls", &r)
+}
+
+// CallLog returns the calls the driver received after sequence number since
+// (0: every call it still keeps), each with its snapshot, secret keys and
+// parameters. Pass the answer's Last as the next since.
+func (d *CSIDriver) CallLog(ctx context.Context, since int64) (CallLog, error) {
+	var r CallLog
+	return r, d.getJSON(ctx, fmt.Sprintf("/calllog?since=%d", since), &r)
+}
+
+// ResetCallLog empties the driver's call log.
+func (d *CSIDriver) ResetCallLog(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://"+d.HTTPAddr+"/calllog", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reset call log: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("reset call log: %s", resp.Status)
+	}
+	return nil
 }
 
 // Snapshots returns the snapshots the driver holds, without the three

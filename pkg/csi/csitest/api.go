@@ -38,6 +38,12 @@ type Rule struct {
 	// created.
 	Hang              Duration `json:"hang,omitempty"`
 	HangUntilDeadline bool     `json:"hangUntilDeadline,omitempty"`
+	// SizeBytes: CreateSnapshot / ListSnapshots answers about the matching
+	// snapshots report this size (the mock itself says 0, unknown).
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// NoCreationTime: those answers carry no creation time, and no size
+	// unless a SizeBytes rule applies too.
+	NoCreationTime bool `json:"noCreationTime,omitempty"`
 }
 
 // Duration is a time.Duration that travels as "250ms".
@@ -96,4 +102,39 @@ type BackendSnapshot struct {
 	SizeBytes      int64     `json:"sizeBytes"`
 	// Builtin marks "Mock Snapshot 1..3", which the mock starts with.
 	Builtin bool `json:"builtin"`
+}
+
+// CallLogEntry is one CSI call as GET /calllog shows it: secrets appear
+// only as their sorted keys.
+type CallLogEntry struct {
+	Seq        int64     `json:"seq"`
+	Time       time.Time `json:"time"`
+	Method     string    `json:"method"`     // short: "CreateSnapshot"
+	FullMethod string    `json:"fullMethod"` // "/csi.v1.Controller/CreateSnapshot"
+	// Name is the CreateSnapshot name, or the name the snapshot a
+	// DeleteSnapshot / ListSnapshots is about was created with.
+	Name string `json:"name,omitempty"`
+	// SnapshotID is the id a call is about, or the one a CreateSnapshot
+	// answered.
+	SnapshotID     string            `json:"snapshotId,omitempty"`
+	SourceVolumeID string            `json:"sourceVolumeId,omitempty"`
+	SecretKeys     []string          `json:"secretKeys,omitempty"`
+	Parameters     map[string]string `json:"parameters,omitempty"`
+	Code           string            `json:"code"` // "OK", "Unavailable", ...
+	// ReadyToUse, SizeBytes, HasCreationTime: the snapshot a CreateSnapshot
+	// answered, as the caller saw it.
+	ReadyToUse      *bool `json:"readyToUse,omitempty"`
+	SizeBytes       int64 `json:"sizeBytes,omitempty"`
+	HasCreationTime bool  `json:"hasCreationTime,omitempty"`
+	// Entries: how many snapshots a ListSnapshots answered.
+	Entries *int `json:"entries,omitempty"`
+}
+
+// CallLog is the body of GET /calllog.
+type CallLog struct {
+	Entries []CallLogEntry `json:"entries"`
+	// Last is the highest seq handed out so far: pass it as since to read
+	// only newer calls.
+	Last    int64 `json:"last"`
+	Dropped int64 `json:"dropped"`
 }

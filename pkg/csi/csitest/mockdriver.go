@@ -221,6 +221,21 @@ func (m *Mock) ResetCalls(t testing.TB) {
 	m.do(t, http.MethodDelete, "/calls", nil, nil)
 }
 
+// CallLog returns the calls logged after seq since (0: all kept), with
+// their secret keys and parameters (GET /calllog).
+func (m *Mock) CallLog(t testing.TB, since int64) CallLog {
+	t.Helper()
+	var out CallLog
+	m.do(t, http.MethodGet, fmt.Sprintf("/calllog?since=%d", since), nil, &out)
+	return out
+}
+
+// ResetCallLog empties the call log (DELETE /calllog).
+func (m *Mock) ResetCallLog(t testing.TB) {
+	t.Helper()
+	m.do(t, http.MethodDelete, "/calllog", nil, nil)
+}
+
 // SetFaults replaces the live faults (PUT /faults) and resets their counters.
 func (m *Mock) SetFaults(t testing.TB, f Faults) FaultsState {
 	t.Helper()

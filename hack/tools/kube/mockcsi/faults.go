@@ -73,6 +73,13 @@ type Rule struct {
 	// HangUntilDeadline blocks such a CreateSnapshot until the caller's
 	// context ends.
 	HangUntilDeadline bool `json:"hangUntilDeadline,omitempty"`
+	// SizeBytes makes CreateSnapshot and ListSnapshots answers about the
+	// matching snapshots report this size (the e2e mock itself always says
+	// 0, "unknown"). Like NotReady it rewrites a copy and ignores Times.
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// NoCreationTime makes those answers carry no creation_time, and no size
+	// unless SizeBytes is set too: a driver that reports neither.
+	NoCreationTime bool `json:"noCreationTime,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("250ms").
@@ -142,8 +149,8 @@ func (r Rule) validate() error {
 			errs = append(errs, errors.New("code OK injects nothing; leave code empty"))
 		}
 	}
-	if r.Times < 0 || r.NotReady < 0 || r.Latency < 0 || r.Hang < 0 {
-		errs = append(errs, errors.New("times, notReady, latency and hang must not be negative"))
+	if r.Times < 0 || r.NotReady < 0 || r.Latency < 0 || r.Hang < 0 || r.SizeBytes < 0 {
+		errs = append(errs, errors.New("times, notReady, latency, hang and sizeBytes must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -194,6 +201,19 @@ func (r Rule) matchesSnapshot(name, id string) bool {
 // whole (as opposed to only rewriting readiness).
 func (r Rule) injectsCallFault() bool {
 	return r.Latency > 0 || r.Code != "" || r.Hang > 0 || r.HangUntilDeadline
+}
+
+// shapesAnswers reports whether the rule rewrites the size or creation time
+// in answers of this method (CreateSnapshot and ListSnapshots only).
+func (r Rule) shapesAnswers(full string) bool {
+	if r.SizeBytes == 0 && !r.NoCreationTime {
+		return false
+	}
+	switch shortMethod(full) {
+	case "CreateSnapshot", "ListSnapshots":
+		return r.matchesMethod(full)
+	}
+	return false
 }
 
 // notReadyApplies reports whether the rule's NotReady is about this method.

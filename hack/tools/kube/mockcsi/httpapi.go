@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -64,6 +66,27 @@ func (in *injector) handler(ctrl csi.ControllerServer) http.Handler {
 	mux.HandleFunc("DELETE /calls", func(w http.ResponseWriter, _ *http.Request) {
 		in.mu.Lock()
 		in.calls = map[string]map[string]int64{}
+		in.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /calllog", func(w http.ResponseWriter, r *http.Request) {
+		var since int64
+		if v := r.URL.Query().Get("since"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("since must be a non-negative integer, got %q", v))
+				return
+			}
+			since = n
+		}
+		in.mu.Lock()
+		resp := in.log.since(since)
+		in.mu.Unlock()
+		writeJSON(w, http.StatusOK, resp)
+	})
+	mux.HandleFunc("DELETE /calllog", func(w http.ResponseWriter, _ *http.Request) {
+		in.mu.Lock()
+		in.log.reset()
 		in.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})

@@ -38,6 +38,8 @@ type injector struct {
 	// builtin holds the ids the mock starts with ("Mock Snapshot 1..3").
 	builtin map[string]bool
 	calls   map[string]map[string]int64
+	// log is the call log (GET /calllog), at most callLogMax entries.
+	log callLog
 	// hidden are controller capabilities removed from
 	// ControllerGetCapabilities (--hide-capabilities); set before serving.
 	hidden map[csi.ControllerServiceCapability_RPC_Type]bool
@@ -57,6 +59,7 @@ func newInjector(stop <-chan struct{}) *injector {
 		names:   map[string]string{},
 		builtin: map[string]bool{},
 		calls:   map[string]map[string]int64{},
+		log:     callLog{max: callLogMax},
 	}
 }
 
@@ -144,6 +147,32 @@ func (in *injector) notReady(method, id string, consume bool) bool {
 	return result
 }
 
+// shape applies SizeBytes and NoCreationTime rules to a snapshot in an
+// answer (a private copy).
+func (in *injector) shape(method string, s *csi.Snapshot) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	name := in.names[s.GetSnapshotId()]
+	var size int64
+	omit := false
+	for _, r := range in.rules {
+		if !r.shapesAnswers(method) || !r.matchesSnapshot(name, s.GetSnapshotId()) {
+			continue
+		}
+		if r.SizeBytes > 0 && size == 0 {
+			size = r.SizeBytes
+		}
+		omit = omit || r.NoCreationTime
+	}
+	if omit {
+		s.CreationTime = nil
+		s.SizeBytes = 0
+	}
+	if size > 0 {
+		s.SizeBytes = size
+	}
+}
+
 func (in *injector) count(method string, code codes.Code) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -190,9 +219,15 @@ func (in *injector) unlockMock() { <-in.serial }
 
 // Unary is the gRPC unary server interceptor.
 func (in *injector) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	_, id := snapshotOf(req)
+	known := ""
+	if id != "" {
+		known = in.nameOf(id)
+	}
 	resp, err := in.serve(ctx, req, info.FullMethod, handler)
 	code := status.Code(err)
 	in.count(info.FullMethod, code)
+	in.record(info.FullMethod, req, resp, code, known)
 	klog.V(4).InfoS("CSI call", "method", info.FullMethod, "code", code.String())
 	return resp, err
 }
@@ -203,6 +238,7 @@ func (in *injector) Unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 func (in *injector) unknownService(_ any, stream grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(stream)
 	in.count(method, codes.Unimplemented)
+	in.record(method, nil, nil, codes.Unimplemented, "")
 	return status.Errorf(codes.Unimplemented, "unknown service or method %s", method)
 }
 
@@ -276,14 +312,20 @@ func (in *injector) learnNames(req, resp any) {
 func (in *injector) rewriteResponse(method string, req, resp any) {
 	switch r := resp.(type) {
 	case *csi.CreateSnapshotResponse:
-		if s := r.GetSnapshot(); s != nil && in.notReady(method, s.GetSnapshotId(), true) {
-			s.ReadyToUse = false
+		if s := r.GetSnapshot(); s != nil {
+			if in.notReady(method, s.GetSnapshotId(), true) {
+				s.ReadyToUse = false
+			}
+			in.shape(method, s)
 		}
 	case *csi.ListSnapshotsResponse:
 		filtered := req.(*csi.ListSnapshotsRequest).GetSnapshotId() != ""
 		for _, e := range r.GetEntries() {
-			if s := e.GetSnapshot(); s != nil && in.notReady(method, s.GetSnapshotId(), filtered) {
-				s.ReadyToUse = false
+			if s := e.GetSnapshot(); s != nil {
+				if in.notReady(method, s.GetSnapshotId(), filtered) {
+					s.ReadyToUse = false
+				}
+				in.shape(method, s)
 			}
 		}
 	case *csi.ControllerGetCapabilitiesResponse:

@@ -9,7 +9,10 @@
 //   - injects faults (latency, error codes, "not ready for the first N
 //     polls", a CreateSnapshot that hangs after the snapshot was cut), set by
 //     --faults, --faults-file (re-read when it changes) or PUT /faults;
-//   - counts calls by method and result code (GET /calls).
+//   - counts calls by method and result code (GET /calls) and logs each call
+//     with its snapshot, secret keys (never values) and parameters
+//     (GET /calllog);
+//   - can make answers report a size, or no creation time and size.
 //
 // The mock starts with three built-in snapshots, "Mock Snapshot 1..3" with
 // ids "1", "2", "3". Test code must count only the snapshots it created
@@ -54,6 +57,8 @@ type Options struct {
 	PollInterval time.Duration
 	Latency      time.Duration
 	NotReady     int
+	SizeBytes    int64
+	NoCreation   bool
 	GracePeriod  time.Duration
 	HideCaps     string
 }
@@ -69,6 +74,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PollInterval, "faults-poll-interval", 100*time.Millisecond, "How often --faults-file is checked for changes.")
 	fs.DurationVar(&o.Latency, "latency", 0, "Shorthand: add this latency to every call.")
 	fs.IntVar(&o.NotReady, "not-ready", 0, "Shorthand: each snapshot reports readyToUse=false in its first N CreateSnapshot/ListSnapshots(id) responses.")
+	fs.Int64Var(&o.SizeBytes, "snapshot-size", 0, "Shorthand: CreateSnapshot and ListSnapshots answers report this size in bytes (the mock itself says 0, unknown).")
+	fs.BoolVar(&o.NoCreation, "no-creation-time", false, "Shorthand: CreateSnapshot and ListSnapshots answers carry no creation time and no size (unless --snapshot-size).")
 	fs.StringVar(&o.HideCaps, "hide-capabilities", "", "Comma-separated controller capabilities to remove from ControllerGetCapabilities (e.g. CREATE_DELETE_SNAPSHOT,LIST_SNAPSHOTS), to play a driver without them.")
 	fs.DurationVar(&o.GracePeriod, "grace-period", 5*time.Second, "How long in-flight calls may finish at SIGTERM/SIGINT.")
 }
@@ -97,6 +104,12 @@ func (o *Options) Validate() (Faults, error) {
 	}
 	if o.NotReady > 0 {
 		f.Rules = append(f.Rules, Rule{Method: "*", NotReady: o.NotReady})
+	}
+	if o.NoCreation {
+		f.Rules = append(f.Rules, Rule{Method: "*", NoCreationTime: true})
+	}
+	if o.SizeBytes > 0 {
+		f.Rules = append(f.Rules, Rule{Method: "*", SizeBytes: o.SizeBytes})
 	}
 	return f, f.Validate()
 }

@@ -1,0 +1,497 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubeinformers "k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// world is one pairing's control plane with informers that every scenario
+// of the pairing observes through (no polling of the API server).
+type world struct {
+	env      *framework.Env
+	pairing  pairing
+	vs       snaplisters.VolumeSnapshotLister
+	vsc      snaplisters.VolumeSnapshotContentLister
+	pvc      corelisters.PersistentVolumeClaimLister
+	events   corelisters.EventLister
+	stopInfo chan struct{}
+}
+
+func newWorld(env *framework.Env, p pairing) (*world, error) {
+	w := &world{env: env, pairing: p, stopInfo: make(chan struct{})}
+	sf := snapinformers.NewSharedInformerFactory(env.Snap, 0)
+	kf := kubeinformers.NewSharedInformerFactory(env.Kube, 0)
+	w.vs = sf.Snapshot().V1().VolumeSnapshots().Lister()
+	w.vsc = sf.Snapshot().V1().VolumeSnapshotContents().Lister()
+	w.pvc = kf.Core().V1().PersistentVolumeClaims().Lister()
+	w.events = kf.Core().V1().Events().Lister()
+	sf.Start(w.stopInfo)
+	kf.Start(w.stopInfo)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for typ, ok := range sf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer %v did not sync", typ)
+		}
+	}
+	for typ, ok := range kf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer %v did not sync", typ)
+		}
+	}
+	return w, nil
+}
+
+func (w *world) stop() { close(w.stopInfo) }
+
+// obs is what a run sees at one moment: its namespace's snapshots and
+// claims, its driver's contents, their events, the driver's snapshots.
+type obs struct {
+	vs      map[string]*snapv1.VolumeSnapshot
+	vsc     map[string]*snapv1.VolumeSnapshotContent
+	pvc     map[string]*corev1.PersistentVolumeClaim
+	events  []*corev1.Event
+	backend []framework.BackendSnapshot
+}
+
+// observe reads the caches and the driver, and learns the UIDs and
+// snapshot ids it sees for normalization.
+func (r *run) observe(ctx context.Context) (*obs, error) {
+	o := &obs{vs: map[string]*snapv1.VolumeSnapshot{}, vsc: map[string]*snapv1.VolumeSnapshotContent{}, pvc: map[string]*corev1.PersistentVolumeClaim{}}
+	vss, err := r.w.vs.VolumeSnapshots(r.ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vss {
+		o.vs[v.Name] = v
+		r.learnUID(string(v.UID), "VolumeSnapshot/"+v.Name)
+	}
+	pvcs, err := r.w.pvc.PersistentVolumeClaims(r.ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range pvcs {
+		o.pvc[c.Name] = c
+		r.learnUID(string(c.UID), "PersistentVolumeClaim/"+c.Name)
+	}
+	vscs, err := r.w.vsc.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range vscs {
+		if c.Spec.Driver != r.drv.Name && c.Spec.VolumeSnapshotRef.Namespace != r.ns {
+			continue
+		}
+		o.vsc[c.Name] = c
+		r.learnUID(string(c.UID), "VolumeSnapshotContent/"+r.norm(c.Name))
+		if h := contentHandle(c); h != "" {
+			r.handlePolicy[h] = c.Spec.DeletionPolicy
+		}
+	}
+	evs, err := r.w.events.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
+		io := e.InvolvedObject
+		if io.Namespace == r.ns || (io.Kind == "VolumeSnapshotContent" && (o.vsc[io.Name] != nil || r.seenContents[io.Name])) {
+			o.events = append(o.events, e)
+		}
+	}
+	for name := range o.vsc {
+		r.seenContents[name] = true
+	}
+	if r.drv != nil {
+		o.backend, err = r.drv.Snapshots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range o.backend {
+			if b.Name != "" {
+				r.ids[b.ID] = b.Name
+			}
+		}
+		if err := r.pollCalls(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// pollCalls appends the driver's new calls to the run's log, tagged with
+// the current step.
+func (r *run) pollCalls(ctx context.Context) error {
+	log, err := r.drv.CallLog(ctx, r.lastSeq)
+	if err != nil {
+		return err
+	}
+	for _, e := range log.Entries {
+		r.lastSeq = e.Seq
+		if e.SnapshotID != "" && e.Name != "" {
+			r.ids[e.SnapshotID] = e.Name
+		}
+		r.calls = append(r.calls, stepCall{step: r.step, e: e})
+	}
+	return nil
+}
+
+type stepCall struct {
+	step int
+	e    framework.CallLogEntry
+}
+
+func contentHandle(c *snapv1.VolumeSnapshotContent) string {
+	if c.Status != nil && c.Status.SnapshotHandle != nil {
+		return *c.Status.SnapshotHandle
+	}
+	if c.Spec.Source.SnapshotHandle != nil {
+		return *c.Spec.Source.SnapshotHandle
+	}
+	return ""
+}
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+func (r *run) learnUID(uid, what string) {
+	if uid != "" {
+		if _, ok := r.uids[uid]; !ok {
+			r.uids[uid] = "<uid:" + what + ">"
+		}
+	}
+}
+
+// norm replaces UIDs by placeholders naming their object, and the
+// namespace by <ns>, so that values compare across pairings.
+func (r *run) norm(s string) string {
+	s = uuidRE.ReplaceAllStringFunc(s, func(u string) string {
+		if p, ok := r.uids[u]; ok {
+			return p
+		}
+		return "<uid:?>"
+	})
+	if r.ns != "" {
+		s = strings.ReplaceAll(s, r.ns, "<ns>")
+	}
+	return s
+}
+
+// handle names a snapshot id by the CSI name it was cut with.
+func (r *run) handle(id string) string {
+	if name, ok := r.ids[id]; ok {
+		return "id-of(" + r.norm(name) + ")"
+	}
+	if _, err := strconv.Atoi(id); err == nil {
+		return "<unknown numeric id>"
+	}
+	return r.norm(id)
+}
+
+// outcome is a flat, normalized record: path -> value. Sets are flattened
+// into one path per element ("...finalizers[x]" = "present"), so a
+// difference always names one element.
+type outcome map[string]string
+
+func (o outcome) set(path, value string) { o[path] = value }
+
+func boolStr(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return strconv.FormatBool(*b)
+}
+
+// stepSummary is what a step leaves: every object in detail (objects seen
+// earlier in the run show as absent), the backend's snapshots and the CSI
+// calls first made during the step.
+func (r *run) stepSummary(o *obs, idx int, name string, out outcome) {
+	pre := fmt.Sprintf("s%d:%s.", idx, name)
+	r.objects(pre, o, out)
+	for _, b := range o.backend {
+		n := b.Name
+		if n == "" {
+			n = "id " + b.ID
+		}
+		out.set(pre+"backend["+r.norm(n)+"]", "present")
+	}
+	// Calls: the signatures first seen in this step. A call repeated in a
+	// later step (a retry with backoff, a poll) is not listed again, so
+	// when a retry happens relative to a step boundary does not matter.
+	seen := map[string]bool{}
+	for _, c := range r.calls {
+		sig := r.callSignature(c.e)
+		if sig == "" || seen[sig] {
+			continue
+		}
+		seen[sig] = true
+		if c.step == idx {
+			out.set(pre+"calls["+sig+"]", "called")
+		}
+	}
+}
+
+func state(deleting bool) string {
+	if deleting {
+		return "terminating"
+	}
+	return "present"
+}
+
+// known returns the names of objects of kind seen at any time in the run
+// (so that an object that went shows as "absent"), sorted.
+func (r *run) known(kind string, o *obs) []string {
+	set := r.everSeen[kind]
+	if set == nil {
+		set = map[string]bool{}
+		r.everSeen[kind] = set
+	}
+	switch kind {
+	case "VolumeSnapshot":
+		for n := range o.vs {
+			set[n] = true
+		}
+	case "VolumeSnapshotContent":
+		for n := range o.vsc {
+			set[n] = true
+		}
+	case "PersistentVolumeClaim":
+		for n := range o.pvc {
+			set[n] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// snapshotMethods are the CSI calls compared; identity, capability and
+// probe calls differ by design (start-up, health) and are left out.
+var snapshotMethods = map[string]bool{"CreateSnapshot": true, "DeleteSnapshot": true, "ListSnapshots": true}
+
+// callSignature is a call without its timing or count: method, snapshot,
+// secret keys, parameters and result code.
+func (r *run) callSignature(e framework.CallLogEntry) string {
+	if !snapshotMethods[e.Method] {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(e.Method)
+	switch {
+	case e.Method == "CreateSnapshot":
+		b.WriteString(" name=" + r.norm(e.Name) + " volume=" + r.norm(e.SourceVolumeID))
+	case e.Name != "":
+		b.WriteString(" snapshot=" + r.norm(e.Name))
+	case e.SnapshotID != "":
+		b.WriteString(" id=" + r.handle(e.SnapshotID))
+	default:
+		b.WriteString(" (all)")
+	}
+	if len(e.SecretKeys) > 0 {
+		b.WriteString(" secrets=" + strings.Join(e.SecretKeys, ","))
+	}
+	if len(e.Parameters) > 0 {
+		keys := make([]string, 0, len(e.Parameters))
+		for k := range e.Parameters {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var ps []string
+		for _, k := range keys {
+			ps = append(ps, k+"="+r.norm(e.Parameters[k]))
+		}
+		b.WriteString(" params={" + strings.Join(ps, ",") + "}")
+	}
+	b.WriteString(" -> " + e.Code)
+	return b.String()
+}
+
+// knownAnnotations are the keys whose values are compared; other keys are
+// compared by presence only.
+var knownAnnotations = map[string]bool{
+	snapshot.AnnBeingCreated: true, snapshot.AnnBeingDeleted: true,
+	snapshot.AnnDeletionSecretName: true, snapshot.AnnDeletionSecretNamespace: true,
+	snapshot.AnnAllowVolumeModeChange: true, snapshot.AnnDefaultClass: true,
+	snapshot.AnnVolumeGroupSnapshotHandle: true,
+}
+
+func (r *run) meta(pre string, ann, lab map[string]string, fin []string, owners []string, out outcome) {
+	for k, v := range ann {
+		if k == "kubectl.kubernetes.io/last-applied-configuration" {
+			continue
+		}
+		if knownAnnotations[k] {
+			out.set(pre+"annotations["+k+"]", r.norm(v))
+		} else {
+			out.set(pre+"annotations["+k+"]", "set")
+		}
+	}
+	for k, v := range lab {
+		out.set(pre+"labels["+k+"]", r.norm(v))
+	}
+	for _, f := range fin {
+		out.set(pre+"finalizers["+f+"]", "present")
+	}
+	for _, o := range owners {
+		out.set(pre+"ownerReferences["+r.norm(o)+"]", "present")
+	}
+}
+
+func timeStr(set bool, zero bool) string {
+	switch {
+	case !set:
+		return "unset"
+	case zero:
+		return "epoch"
+	}
+	return "set"
+}
+
+// final records the events seen during the whole run (by kind, type and
+// reason: their timing is too loose to pin to a step).
+func (r *run) final(o *obs, out outcome) {
+	for _, e := range o.events {
+		kind := e.InvolvedObject.Kind
+		out.set("events."+kind+"["+e.Type+":"+e.Reason+"]", "seen")
+	}
+}
+
+// objects records every object of the run in detail under prefix p.
+func (r *run) objects(p string, o *obs, out outcome) {
+	for _, n := range r.known("VolumeSnapshot", o) {
+		pre := p + "VolumeSnapshot/" + n + "."
+		v := o.vs[n]
+		if v == nil {
+			out.set(pre+"exists", "absent")
+			continue
+		}
+		out.set(pre+"exists", state(v.DeletionTimestamp != nil))
+		r.meta(pre, v.Annotations, v.Labels, v.Finalizers, owners(v.OwnerReferences), out)
+		if v.Spec.VolumeSnapshotClassName != nil {
+			out.set(pre+"spec.volumeSnapshotClassName", *v.Spec.VolumeSnapshotClassName)
+		}
+		if s := v.Status; s != nil {
+			if s.BoundVolumeSnapshotContentName != nil {
+				out.set(pre+"status.boundVolumeSnapshotContentName", r.norm(*s.BoundVolumeSnapshotContentName))
+			}
+			out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
+			out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && s.CreationTime.Unix() == 0))
+			if s.RestoreSize != nil {
+				out.set(pre+"status.restoreSize", s.RestoreSize.String())
+			}
+			if s.Error != nil {
+				out.set(pre+"status.error", "set")
+				if s.Error.Message != nil {
+					out.set(pre+"status.error.message", r.norm(*s.Error.Message))
+				}
+			}
+			if s.VolumeGroupSnapshotName != nil {
+				out.set(pre+"status.volumeGroupSnapshotName", *s.VolumeGroupSnapshotName)
+			}
+		} else {
+			out.set(pre+"status", "unset")
+		}
+	}
+	for _, n := range r.known("VolumeSnapshotContent", o) {
+		pre := p + "VolumeSnapshotContent/" + r.norm(n) + "."
+		c := o.vsc[n]
+		if c == nil {
+			out.set(pre+"exists", "absent")
+			continue
+		}
+		out.set(pre+"exists", state(c.DeletionTimestamp != nil))
+		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
+		sp := c.Spec
+		out.set(pre+"spec.deletionPolicy", string(sp.DeletionPolicy))
+		out.set(pre+"spec.driver", sp.Driver)
+		if sp.Source.VolumeHandle != nil {
+			out.set(pre+"spec.source.volumeHandle", r.norm(*sp.Source.VolumeHandle))
+		}
+		if sp.Source.SnapshotHandle != nil {
+			out.set(pre+"spec.source.snapshotHandle", r.handle(*sp.Source.SnapshotHandle))
+		}
+		if sp.SourceVolumeMode != nil {
+			out.set(pre+"spec.sourceVolumeMode", string(*sp.SourceVolumeMode))
+		}
+		if sp.VolumeSnapshotClassName != nil {
+			out.set(pre+"spec.volumeSnapshotClassName", *sp.VolumeSnapshotClassName)
+		}
+		ref := sp.VolumeSnapshotRef
+		out.set(pre+"spec.volumeSnapshotRef", r.norm(fmt.Sprintf("%s %s %s/%s uid=%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID)))
+		if s := c.Status; s != nil {
+			if s.SnapshotHandle != nil {
+				out.set(pre+"status.snapshotHandle", r.handle(*s.SnapshotHandle))
+			}
+			out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
+			out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && *s.CreationTime == 0))
+			if s.RestoreSize != nil {
+				out.set(pre+"status.restoreSize", strconv.FormatInt(*s.RestoreSize, 10))
+			}
+			if s.Error != nil {
+				out.set(pre+"status.error", "set")
+				if s.Error.Message != nil {
+					out.set(pre+"status.error.message", r.norm(*s.Error.Message))
+				}
+			}
+			if s.VolumeGroupSnapshotHandle != nil {
+				out.set(pre+"status.volumeGroupSnapshotHandle", "set")
+			}
+		} else {
+			out.set(pre+"status", "unset")
+		}
+	}
+	for _, n := range r.known("PersistentVolumeClaim", o) {
+		pre := p + "PersistentVolumeClaim/" + n + "."
+		c := o.pvc[n]
+		if c == nil {
+			out.set(pre+"exists", "absent")
+			continue
+		}
+		out.set(pre+"exists", state(c.DeletionTimestamp != nil))
+		out.set(pre+"status.phase", string(c.Status.Phase))
+		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
+	}
+}
+
+func owners(refs []metav1.OwnerReference) []string {
+	var out []string
+	for _, o := range refs {
+		out = append(out, o.Kind+"/"+o.Name)
+	}
+	return out
+}
+
+// fingerprint is a cheap digest of what a run sees, for settling.
+func (r *run) fingerprint(o *obs) string {
+	out := outcome{}
+	r.stepSummary(o, r.step, "x", out)
+	r.final(o, out)
+	keys := make([]string, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + out[k] + "\n")
+	}
+	return b.String()
+}

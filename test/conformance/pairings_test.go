@@ -1,0 +1,169 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// Implementations of a component.
+const (
+	ours      = "ours"
+	community = "community"
+)
+
+// pairing is which implementation runs the binder (cluster-wide, like
+// snapshot-controller) and which runs the CSI side (per driver, like the
+// csi-snapshotter sidecar).
+type pairing struct {
+	Binder, CSI string
+}
+
+// ID is "binder-csi", e.g. "ours-community"; Label is "binder/csi".
+func (p pairing) ID() string    { return p.Binder + "-" + p.CSI }
+func (p pairing) Label() string { return p.Binder + "/" + p.CSI }
+
+// reference is the pairing every other one is compared with.
+var reference = pairing{community, community}
+
+// allPairings lists the reference first.
+var allPairings = []pairing{reference, {ours, ours}, {ours, community}, {community, ours}}
+
+// proc is a started controller process.
+type proc struct {
+	name string
+	p    *framework.Process
+}
+
+func (p *proc) stop() { p.p.Stop(15 * time.Second) }
+
+// communityFlags are the "community-tuned" flags of test/bench: with the
+// default QPS 5 a binder shared by a pairing's concurrent scenarios queues
+// its writes for seconds, and when a write lands would decide outcomes.
+var communityFlags = []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}
+
+// startBinder starts the binder of impl with extra flags (ours with its
+// defaults; the community's with communityFlags, no leader election).
+func startBinder(env *framework.Env, dir, impl string, extra []string) (*proc, error) {
+	if impl == ours {
+		return startOurs(env, dir, "binder", append([]string{"--components=binder", "-v=2"}, extra...), nil)
+	}
+	return startCommunity(env, dir, "snapshot-controller", append(append([]string{"-v=3"}, communityFlags...), extra...), nil, nil)
+}
+
+// startCSISide starts the CSI side of impl next to drv; node, when set, is
+// a per-node deployment (--node-deployment, NODE_NAME).
+func startCSISide(env *framework.Env, dir, impl string, drv *framework.CSIDriver, node string, extra []string) (*proc, error) {
+	args := []string{"--csi-address=" + drv.Socket}
+	var envs []string
+	name := "csi"
+	if node != "" {
+		args = append(args, "--node-deployment")
+		envs = append(envs, "NODE_NAME="+node)
+		name += "-" + node
+	}
+	args = append(args, extra...)
+	if impl == ours {
+		return startOurs(env, dir, name, append([]string{"--components=csi", "-v=2"}, args...), envs)
+	}
+	return startCommunity(env, dir, "csi-snapshotter", append(append([]string{"-v=3"}, communityFlags...), args...), envs, drv)
+}
+
+// envOursBinary names a prebuilt controller binary to run as "ours" instead
+// of building ./cmd/controller (to compare another build, e.g. a release).
+const envOursBinary = "SNAPKEEPER_CONFORMANCE_OURS"
+
+func oursBinary() (string, error) {
+	if p := os.Getenv(envOursBinary); p != "" {
+		return p, nil
+	}
+	return framework.OwnBinary("./cmd/controller")
+}
+
+func startOurs(env *framework.Env, dir, name string, args, envs []string) (*proc, error) {
+	bin, err := oursBinary()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := framework.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	full := append([]string{"--kubeconfig=" + env.Kubeconfig, "--http-endpoint=" + addr}, args...)
+	p, err := framework.StartProcess(dir, "ours-"+name, bin, full, envs...)
+	if err != nil {
+		return nil, err
+	}
+	c := &framework.Component{Name: "ours-" + name, HTTPAddr: addr, Proc: p}
+	if err := c.WaitReady(60 * time.Second); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, err
+	}
+	return &proc{name: c.Name, p: p}, nil
+}
+
+// startCommunity starts bin/<name> (built by `make bin/<name>`) without
+// leader election, and waits until it serves metrics; a csi-snapshotter
+// also until it asked the driver for its capabilities (it starts its
+// informers right after), then a moment for the informers to list.
+func startCommunity(env *framework.Env, dir, name string, args, envs []string, drv *framework.CSIDriver) (*proc, error) {
+	bin, err := framework.Tool(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w (make %s)", err, filepath.Join("bin", name))
+	}
+	addr, err := framework.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	full := append([]string{"--kubeconfig=" + env.Kubeconfig, "--http-endpoint=" + addr, "--leader-election=false"}, args...)
+	p, err := framework.StartProcess(dir, "community-"+name, bin, full, envs...)
+	if err != nil {
+		return nil, err
+	}
+	out := &proc{name: "community-" + name, p: p}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			out.stop()
+			return nil, fmt.Errorf("%s not serving metrics:\n%s", name, p.Tail(3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for drv != nil {
+		log, err := drv.CallLog(context.Background(), 0)
+		if err == nil && hasCall(log, "ControllerGetCapabilities") {
+			break
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			out.stop()
+			return nil, fmt.Errorf("%s did not ask the driver for its capabilities:\n%s", name, p.Tail(3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if p.Exited() {
+		return nil, fmt.Errorf("%s exited:\n%s", name, p.Tail(3000))
+	}
+	return out, nil
+}
+
+func hasCall(log framework.CallLog, method string) bool {
+	for _, e := range log.Entries {
+		if e.Method == method {
+			return true
+		}
+	}
+	return false
+}
