@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -137,7 +135,7 @@ func (a *apiServer) Writes(ctx context.Context) (writeCounts, error) {
 	if resp.StatusCode != http.StatusOK {
 		return out, fmt.Errorf("scrape API server metrics: %s", resp.Status)
 	}
-	err = eachSample(resp.Body, "apiserver_request_total", func(labels map[string]string, v float64) {
+	err = framework.EachSample(resp.Body, "apiserver_request_total", func(labels map[string]string, v float64) {
 		if !writeVerbs[labels["verb"]] || ignoredResources[labels["resource"]] {
 			return
 		}
@@ -183,69 +181,6 @@ func (a *apiServer) WaitQuiet(ctx context.Context, quiet, timeout time.Duration)
 	}
 }
 
-// eachSample calls fn for every sample of metric name in a Prometheus text
-// exposition. Label values here never hold escaped quotes or commas.
-func eachSample(r io.Reader, name string, fn func(labels map[string]string, v float64)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		labels := map[string]string{}
-		if strings.HasPrefix(rest, "{") {
-			end := strings.LastIndex(rest, "}")
-			if end < 0 {
-				continue
-			}
-			for _, kv := range splitLabels(rest[1:end]) {
-				k, v, ok := strings.Cut(kv, "=")
-				if ok {
-					labels[k] = strings.Trim(v, `"`)
-				}
-			}
-			rest = rest[end+1:]
-		} else if !strings.HasPrefix(rest, " ") {
-			continue // a longer metric name with the same prefix
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		fn(labels, v)
-	}
-	return sc.Err()
-}
-
-// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
-func splitLabels(s string) []string {
-	var out []string
-	inQuote, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			if i == 0 || s[i-1] != '\\' {
-				inQuote = !inQuote
-			}
-		case ',':
-			if !inQuote {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
-
 // scrape returns the samples of metric name from a component's /metrics.
 func scrape(ctx context.Context, addr, name string) ([]sample, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
@@ -258,7 +193,7 @@ func scrape(ctx context.Context, addr, name string) ([]sample, error) {
 	}
 	defer resp.Body.Close()
 	var out []sample
-	err = eachSample(resp.Body, name, func(l map[string]string, v float64) { out = append(out, sample{l, v}) })
+	err = framework.EachSample(resp.Body, name, func(l map[string]string, v float64) { out = append(out, sample{l, v}) })
 	return out, err
 }
 

@@ -23,9 +23,15 @@ type WriteKey struct {
 	Verb     string // create, update, patch, delete, deletecollection, apply
 	Group    string // "" for the core group
 	Resource string // with its subresource: "volumesnapshots/status"
+	Code     string // the HTTP code when it is not 2xx (a refused write), else ""
 }
 
-func (k WriteKey) String() string { return k.Verb + " " + k.Resource }
+func (k WriteKey) String() string {
+	if k.Code != "" {
+		return k.Verb + " " + k.Resource + " (" + k.Code + ")"
+	}
+	return k.Verb + " " + k.Resource
+}
 
 // APIWrites counts API writes by kind.
 type APIWrites map[WriteKey]float64
@@ -41,6 +47,12 @@ func IsContractWrite(k WriteKey) bool {
 
 // IsEventWrite: an event (core or events.k8s.io).
 func IsEventWrite(k WriteKey) bool { return strings.HasPrefix(k.Resource, "events") }
+
+// IsOtherWrite: neither of the above, nor a Lease (the API server renews
+// its own Leases all the time).
+func IsOtherWrite(k WriteKey) bool {
+	return !IsContractWrite(k) && !IsEventWrite(k) && !strings.HasPrefix(k.Resource, "leases")
+}
 
 // Sub returns w minus o, without the kinds that did not change.
 func (w APIWrites) Sub(o APIWrites) APIWrites {
@@ -112,12 +124,48 @@ func (e *Env) APIWrites(ctx context.Context) (APIWrites, error) {
 		if sub := labels["subresource"]; sub != "" {
 			res += "/" + sub
 		}
-		out[WriteKey{Verb: verb, Group: labels["group"], Resource: res}] += v
+		k := WriteKey{Verb: verb, Group: labels["group"], Resource: res}
+		if c := labels["code"]; !strings.HasPrefix(c, "2") {
+			k.Code = c
+		}
+		out[k] += v
 	})
 	if err == nil && !seen {
 		err = fmt.Errorf("the API server exposes no apiserver_request_total")
 	}
 	return out, err
+}
+
+// WaitQuietWrites returns the write counters once the writes the keep
+// filter accepts (nil: all) stood still for quiet, or an error after timeout.
+func (e *Env) WaitQuietWrites(ctx context.Context, keep func(WriteKey) bool, quiet, timeout time.Duration) (APIWrites, error) {
+	deadline := time.Now().Add(timeout)
+	last, err := e.APIWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	since := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		cur, err := e.APIWrites(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Total(keep) != last.Total(keep) {
+			since = time.Now()
+		}
+		last = cur
+		if time.Since(since) >= quiet {
+			return last, nil
+		}
+		if time.Now().After(deadline) {
+			return last, fmt.Errorf("API writes still going on after %s", timeout)
+		}
+	}
 }
 
 // EachSample calls fn for every sample of metric name in a Prometheus text
