@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -136,7 +138,7 @@ func TestCRDsCreatedByAnotherToolAreAdoptedAndOutliveUpgradeAndUninstall(t *test
 // objects are created, and the documented commands move the CRDs to
 // snapkeeper without deleting a single object.
 func TestMigrationFromAChartWhoseCRDsLackTheKeepPolicy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	env, err := framework.Start(ctx)
 	if err != nil {
@@ -148,15 +150,26 @@ func TestMigrationFromAChartWhoseCRDsLackTheKeepPolicy(t *testing.T) {
 			os.RemoveAll(env.Dir)
 		}
 	})
-	// The old chart creates the CRDs itself.
+	// The old chart creates the CRDs itself. A CRD deleted before its
+	// storage finished initializing stays Terminating ("could not list
+	// instances: storage is (re)initializing", not retried for minutes), so
+	// wait until each lists its objects first.
+	waitCRDStorage(t, ctx, env)
 	for _, n := range crdNames {
 		if err := env.Dynamic.Resource(crdGVR).Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	framework.Eventually(t, time.Minute, "the framework's CRDs to go", func() (bool, error) {
+	// CRD deletion waits for the API server's finalizer; on two cores
+	// shared with the other test packages that has taken over a minute.
+	framework.Eventually(t, 3*time.Minute, "the framework's CRDs to go", func() (bool, error) {
 		for _, n := range crdNames {
-			if _, err := env.Dynamic.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			crd, err := env.Dynamic.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				if err == nil {
+					conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+					err = fmt.Errorf("%s still there, finalizers %v, conditions %v", n, crd.GetFinalizers(), conds)
+				}
 				return false, err
 			}
 		}
@@ -260,4 +273,29 @@ func waitServed(t *testing.T, env *framework.Env) {
 		_, err = env.Snap.SnapshotV1().VolumeSnapshots("default").List(context.Background(), metav1.ListOptions{})
 		return err == nil, err
 	})
+}
+
+// waitCRDStorage waits until every snapshot CRD lists its objects.
+func waitCRDStorage(t *testing.T, ctx context.Context, env *framework.Env) {
+	t.Helper()
+	for _, n := range crdNames {
+		crd, err := env.Dynamic.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plural, group, _ := strings.Cut(n, ".")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			vm, _ := v.(map[string]any)
+			if served, _ := vm["served"].(bool); !served {
+				continue
+			}
+			name, _ := vm["name"].(string)
+			gvr := schema.GroupVersionResource{Group: group, Version: name, Resource: plural}
+			framework.Eventually(t, time.Minute, "storage of "+gvr.String(), func() (bool, error) {
+				_, err := env.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+				return err == nil, err
+			})
+		}
+	}
 }
