@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,19 +147,9 @@ func startCommunity(env *framework.Env, dir, socket string, extra []string) (*ru
 	// metrics answer, then give the informers a moment to list.
 	deadline := time.Now().Add(60 * time.Second)
 	for i, addr := range r.addrs {
-		for {
-			resp, err := http.Get("http://" + addr + "/metrics")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if r.procs[i].Exited() || time.Now().After(deadline) {
-				r.Stop()
-				return nil, fmt.Errorf("%s not serving metrics:\n%s", r.procs[i].Name, r.procs[i].Tail(3000))
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := r.procs[i].WaitServing("http://"+addr+"/metrics", deadline); err != nil {
+			r.Stop()
+			return nil, err
 		}
 	}
 	time.Sleep(2 * time.Second)

@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -127,19 +126,9 @@ func startCommunity(env *framework.Env, dir, name string, args, envs []string, d
 	}
 	out := &proc{name: "community-" + name, p: p}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			out.stop()
-			return nil, fmt.Errorf("%s not serving metrics:\n%s", name, p.Tail(3000))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := p.WaitServing("http://"+addr+"/metrics", deadline); err != nil {
+		out.stop()
+		return nil, err
 	}
 	for drv != nil {
 		log, err := drv.CallLog(context.Background(), 0)

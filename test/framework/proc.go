@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,4 +100,23 @@ func (p *Process) Tail(n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// WaitServing waits until url answers 200 while the process runs; the
+// community binaries have no readiness endpoint, so their metrics stand in.
+// The error carries the end of the process's log.
+func (p *Process) WaitServing(url string, deadline time.Time) error {
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			return fmt.Errorf("%s not serving %s:\n%s", p.Name, url, p.Tail(3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

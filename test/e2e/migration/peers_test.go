@@ -3,7 +3,6 @@ package migration
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,18 +120,8 @@ func (w *world) startCommunity(p *pair, side string, args []string) error {
 	}
 	p.procs = append(p.procs, proc)
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if proc.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("%s not serving metrics:\n%s", name, proc.Tail(3000))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proc.WaitServing("http://"+addr+"/metrics", deadline); err != nil {
+		return err
 	}
 	for side == "csi" {
 		log, err := w.drv.CallLog(context.Background(), since)
