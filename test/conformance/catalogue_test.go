@@ -294,32 +294,10 @@ func catalogue() []*scenario {
 			Faults: []framework.FaultRule{{Method: "*", NotReady: 3}},
 			Steps:  []step{createDynamic(), deleteSnapAll("snap")},
 		},
-		{
-			Name: "final-error", Title: "driver fails CreateSnapshot with a final error, then recovers",
-			Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "InvalidArgument", Message: "bad request"}},
-			Steps: []step{
-				{Name: "create", Do: seq(
-					func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-					func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-				), Until: vsError("snap"), Timeout: 30 * time.Second},
-				{Name: "driver recovers", Do: func(ctx context.Context, r *run) error { return r.setFaults(ctx) },
-					Until: vsReady("snap"), Timeout: 90 * time.Second},
-				deleteSnapAll("snap"),
-			},
-		},
-		{
-			Name: "progress-error", Title: "driver fails CreateSnapshot with an in-progress error (Unavailable), then recovers",
-			Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "Unavailable", Message: "backend busy"}},
-			Steps: []step{
-				{Name: "create", Do: seq(
-					func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-					func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-				), Until: vsError("snap"), Timeout: 30 * time.Second},
-				{Name: "driver recovers", Do: func(ctx context.Context, r *run) error { return r.setFaults(ctx) },
-					Until: vsReady("snap"), Timeout: 90 * time.Second},
-				deleteSnapAll("snap"),
-			},
-		},
+		driverErrorThenRecovery("final-error", "driver fails CreateSnapshot with a final error, then recovers",
+			"InvalidArgument", "bad request"),
+		driverErrorThenRecovery("progress-error", "driver fails CreateSnapshot with an in-progress error (Unavailable), then recovers",
+			"Unavailable", "backend busy"),
 		{
 			Name: "secrets", Title: "class with snapshotter and list secrets: which call gets which secret", Short: true,
 			ClassParams: map[string]string{
@@ -439,3 +417,21 @@ func catalogue() []*scenario {
 
 // topologyKey is the distributed scenario's driver topology label.
 const topologyKey = "topology.conformance.csi/node"
+
+// driverErrorThenRecovery: CreateSnapshot fails with code until the driver
+// recovers; the error shows on the snapshot, which then becomes ready.
+func driverErrorThenRecovery(name, title, code, message string) *scenario {
+	return &scenario{
+		Name: name, Title: title,
+		Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: code, Message: message}},
+		Steps: []step{
+			{Name: "create", Do: seq(
+				func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
+				func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
+			), Until: vsError("snap"), Timeout: 30 * time.Second},
+			{Name: "driver recovers", Do: func(ctx context.Context, r *run) error { return r.setFaults(ctx) },
+				Until: vsReady("snap"), Timeout: 90 * time.Second},
+			deleteSnapAll("snap"),
+		},
+	}
+}

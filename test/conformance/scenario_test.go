@@ -598,22 +598,18 @@ func (r *run) deletePVC(ctx context.Context, name string) error {
 // snapshot creates a dynamic VolumeSnapshot of claim pvc; class "" leaves
 // the class to the default.
 func (r *run) snapshot(ctx context.Context, name, pvc, class string) error {
-	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns},
-		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}}}
-	if class != "" {
-		vs.Spec.VolumeSnapshotClassName = &class
-	}
-	out, err := r.w.env.Snap.SnapshotV1().VolumeSnapshots(r.ns).Create(ctx, vs, metav1.CreateOptions{})
-	if err == nil {
-		r.learnUID(string(out.UID), "VolumeSnapshot/"+name)
-	}
-	return err
+	return r.createSnapshot(ctx, name, snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}, class)
 }
 
 // staticSnapshot creates a VolumeSnapshot of an existing content.
 func (r *run) staticSnapshot(ctx context.Context, name, content, class string) error {
+	return r.createSnapshot(ctx, name, snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content}, class)
+}
+
+// createSnapshot creates a VolumeSnapshot of source and learns its UID.
+func (r *run) createSnapshot(ctx context.Context, name string, source snapv1.VolumeSnapshotSource, class string) error {
 	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns},
-		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content}}}
+		Spec: snapv1.VolumeSnapshotSpec{Source: source}}
 	if class != "" {
 		vs.Spec.VolumeSnapshotClassName = &class
 	}
