@@ -30,11 +30,27 @@ type MetaPatch struct {
 	setFinalizers   bool
 	annotations     map[string]*string
 	labels          map[string]*string
+	owners          []metav1.OwnerReference
 }
 
 // Empty reports whether the patch changes nothing.
 func (p *MetaPatch) Empty() bool {
-	return !p.setFinalizers && len(p.annotations) == 0 && len(p.labels) == 0
+	return !p.setFinalizers && len(p.annotations) == 0 && len(p.labels) == 0 && p.owners == nil
+}
+
+// AddOwnerReference adds ref to obj's owner references unless an owner with
+// its UID is there. The list is replaced whole, so the patch carries obj's
+// resourceVersion, as for finalizers.
+func (p *MetaPatch) AddOwnerReference(obj metav1.Object, ref metav1.OwnerReference) *MetaPatch {
+	cur := obj.GetOwnerReferences()
+	for _, o := range cur {
+		if o.UID == ref.UID {
+			return p
+		}
+	}
+	p.owners = append(slices.Clone(cur), ref)
+	p.resourceVersion = obj.GetResourceVersion()
+	return p
 }
 
 // AddFinalizers adds each finalizer obj lacks; no-op when it has them all.
@@ -123,6 +139,10 @@ func (p *MetaPatch) metadata() map[string]any {
 	}
 	if len(p.labels) > 0 {
 		m["labels"] = p.labels
+	}
+	if p.owners != nil {
+		m["ownerReferences"] = p.owners
+		m["resourceVersion"] = p.resourceVersion
 	}
 	return m
 }

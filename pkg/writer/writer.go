@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
@@ -63,105 +61,92 @@ func (w *Writer) count(resource, verb string, err error) {
 	w.writes.WithLabelValues(resource, verb, result).Inc()
 }
 
-// PatchSnapshot merge-patches a VolumeSnapshot; an empty patch is no write.
-func (w *Writer) PatchSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot, p *Patch) (*snapv1.VolumeSnapshot, error) {
+// kind is how the Writer sends the writes of one resource; kinds.go has one
+// per resource the controllers write.
+type kind[T metav1.Object] struct {
+	// resource names the resource in the write metric; what names the
+	// kind in errors.
+	resource, what string
+	patch          func(ctx context.Context, ns, name string, data []byte, sub ...string) (T, error)
+	create         func(ctx context.Context, obj T) (T, error)
+	delete         func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error
+}
+
+func describe(what string, obj metav1.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return what + " " + ns + "/" + obj.GetName()
+	}
+	return what + " " + obj.GetName()
+}
+
+// patchObject merge-patches obj; an empty patch is no write.
+func patchObject[T metav1.Object](ctx context.Context, w *Writer, k kind[T], obj T, p *Patch) (T, error) {
+	var zero T
 	if p.Empty() {
-		return vs, nil
+		return obj, nil
 	}
 	data, err := p.JSON()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	lw := w.lag.Begin(metaOp(vs, &p.Meta), vs)
-	out, err := w.snap.SnapshotV1().VolumeSnapshots(vs.Namespace).Patch(ctx, vs.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	lw := w.lag.Begin(metaOp(obj, &p.Meta), obj)
+	out, err := k.patch(ctx, obj.GetNamespace(), obj.GetName(), data)
 	lw.Done(out, err)
-	w.count("volumesnapshots", "patch", err)
+	w.count(k.resource, "patch", err)
 	if err != nil {
-		return nil, fmt.Errorf("patch VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
+		return zero, fmt.Errorf("patch %s: %w", describe(k.what, obj), err)
 	}
 	return out, nil
 }
 
-// PatchSnapshotStatus merge-patches the status subresource with status.
-func (w *Writer) PatchSnapshotStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, status map[string]any) (*snapv1.VolumeSnapshot, error) {
+// patchStatus merge-patches the status subresource of obj with status.
+func patchStatus[T metav1.Object](ctx context.Context, w *Writer, k kind[T], obj T, status map[string]any) (T, error) {
+	var zero T
 	data, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	lw := w.lag.Begin(cachelag.Update, vs)
-	out, err := w.snap.SnapshotV1().VolumeSnapshots(vs.Namespace).Patch(ctx, vs.Name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
+	lw := w.lag.Begin(cachelag.Update, obj)
+	out, err := k.patch(ctx, obj.GetNamespace(), obj.GetName(), data, "status")
 	lw.Done(out, err)
-	w.count("volumesnapshots/status", "patch", err)
+	w.count(k.resource+"/status", "patch", err)
 	if err != nil {
-		return nil, fmt.Errorf("patch status of VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
+		return zero, fmt.Errorf("patch status of %s: %w", describe(k.what, obj), err)
 	}
 	return out, nil
 }
 
-// CreateContent creates a VolumeSnapshotContent; until the cache has it,
-// cachelag.Created finds it by name.
-func (w *Writer) CreateContent(ctx context.Context, c *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-	lw := w.lag.Begin(cachelag.Create, c)
-	out, err := w.snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, c, metav1.CreateOptions{})
+// createObject creates obj; until the cache has it, cachelag.Created finds
+// it by name.
+func createObject[T metav1.Object](ctx context.Context, w *Writer, k kind[T], obj T) (T, error) {
+	var zero T
+	lw := w.lag.Begin(cachelag.Create, obj)
+	out, err := k.create(ctx, obj)
 	lw.Done(out, err)
-	w.count("volumesnapshotcontents", "create", err)
+	w.count(k.resource, "create", err)
 	if err != nil {
-		return nil, fmt.Errorf("create VolumeSnapshotContent %s: %w", c.Name, err)
+		return zero, fmt.Errorf("create %s: %w", describe(k.what, obj), err)
 	}
 	return out, nil
 }
 
-// DeleteContent deletes a VolumeSnapshotContent, only if its UID still
-// matches (never a namesake created in between). An accepted delete is
-// remembered until the cache shows it (Tracker.DeleteSent).
-func (w *Writer) DeleteContent(ctx context.Context, c *snapv1.VolumeSnapshotContent) error {
-	lw := w.lag.Begin(cachelag.Delete, c)
-	err := w.snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, c.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &c.UID},
+// deleteObject deletes obj, only if its UID still matches (never a namesake
+// created in between). An accepted delete is remembered until the cache
+// shows it (Tracker.DeleteSent).
+func deleteObject[T metav1.Object](ctx context.Context, w *Writer, k kind[T], obj T) error {
+	uid := obj.GetUID()
+	lw := w.lag.Begin(cachelag.Delete, obj)
+	err := k.delete(ctx, obj.GetNamespace(), obj.GetName(), metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
 	})
-	// NotFound is not remembered: the object is gone, and its delete
-	// event may have passed already.
+	// NotFound is not remembered: the object is gone, and its delete event
+	// may have passed already.
 	lw.Done(nil, err)
-	w.count("volumesnapshotcontents", "delete", err)
+	w.count(k.resource, "delete", err)
 	if err != nil {
-		return fmt.Errorf("delete VolumeSnapshotContent %s: %w", c.Name, err)
+		return fmt.Errorf("delete %s: %w", describe(k.what, obj), err)
 	}
 	return nil
-}
-
-// PatchContent merge-patches a VolumeSnapshotContent.
-func (w *Writer) PatchContent(ctx context.Context, c *snapv1.VolumeSnapshotContent, p *Patch) (*snapv1.VolumeSnapshotContent, error) {
-	if p.Empty() {
-		return c, nil
-	}
-	data, err := p.JSON()
-	if err != nil {
-		return nil, err
-	}
-	lw := w.lag.Begin(metaOp(c, &p.Meta), c)
-	out, err := w.snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, c.Name, types.MergePatchType, data, metav1.PatchOptions{})
-	lw.Done(out, err)
-	w.count("volumesnapshotcontents", "patch", err)
-	if err != nil {
-		return nil, fmt.Errorf("patch VolumeSnapshotContent %s: %w", c.Name, err)
-	}
-	return out, nil
-}
-
-// PatchContentStatus merge-patches the status subresource of a content.
-func (w *Writer) PatchContentStatus(ctx context.Context, c *snapv1.VolumeSnapshotContent, status map[string]any) (*snapv1.VolumeSnapshotContent, error) {
-	data, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return nil, err
-	}
-	lw := w.lag.Begin(cachelag.Update, c)
-	out, err := w.snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, c.Name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
-	lw.Done(out, err)
-	w.count("volumesnapshotcontents/status", "patch", err)
-	if err != nil {
-		return nil, fmt.Errorf("patch status of VolumeSnapshotContent %s: %w", c.Name, err)
-	}
-	return out, nil
 }
 
 // UpdatePVC writes a change of a PersistentVolumeClaim's metadata
