@@ -64,8 +64,8 @@ func TestConnectReadsInfoAndCapabilitiesOnce(t *testing.T) {
 	if c.Info().VendorVersion == "" {
 		t.Errorf("Info().VendorVersion is empty")
 	}
-	// The e2e mock offers both snapshot capabilities and no GroupController.
-	want := csi.Capabilities{CreateDeleteSnapshot: true, ListSnapshots: true}
+	// The mock offers both snapshot capabilities and group snapshots.
+	want := csi.Capabilities{CreateDeleteSnapshot: true, ListSnapshots: true, GroupSnapshots: true}
 	if got := c.Capabilities(); got != want {
 		t.Errorf("Capabilities() = %+v, want %+v", got, want)
 	}
@@ -77,8 +77,8 @@ func TestConnectReadsInfoAndCapabilitiesOnce(t *testing.T) {
 			t.Errorf("%s calls = %d, want %d (all calls: %v)", method, got, want, calls)
 		}
 	}
-	if got := calls.Count("GroupControllerGetCapabilities", "Unimplemented"); got != 1 {
-		t.Errorf("GroupControllerGetCapabilities Unimplemented calls = %d, want 1", got)
+	if got := calls.Count("GroupControllerGetCapabilities", "OK"); got != 1 {
+		t.Errorf("GroupControllerGetCapabilities OK calls = %d, want 1", got)
 	}
 	if calls.Count("Probe", "OK") < 1 {
 		t.Errorf("no Probe call: %v", calls)
@@ -521,10 +521,10 @@ func TestOperationsMetric(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]uint64{
-		csitest.DriverName + " /csi.v1.Controller/CreateSnapshot OK":                                 2,
-		csitest.DriverName + " /csi.v1.Controller/CreateSnapshot Unavailable":                        1,
-		csitest.DriverName + " /csi.v1.Controller/ControllerGetCapabilities OK":                      2,
-		csitest.DriverName + " /csi.v1.GroupController/GroupControllerGetCapabilities Unimplemented": 2,
+		csitest.DriverName + " /csi.v1.Controller/CreateSnapshot OK":                      2,
+		csitest.DriverName + " /csi.v1.Controller/CreateSnapshot Unavailable":             1,
+		csitest.DriverName + " /csi.v1.Controller/ControllerGetCapabilities OK":           2,
+		csitest.DriverName + " /csi.v1.GroupController/GroupControllerGetCapabilities OK": 2,
 	} {
 		if got[key] != want {
 			t.Errorf("samples of %q = %d, want %d (all: %v)", key, got[key], want, got)

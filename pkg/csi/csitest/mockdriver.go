@@ -1,6 +1,7 @@
 // Package csitest runs the mock CSI driver binary (hack/tools/kube/mockcsi,
 // built into bin/mock-csi-driver) for tests, and talks to its HTTP API:
-// call counts, faults and the backend's snapshot list.
+// call counts, the call log, faults, the backend's snapshot and group
+// snapshot lists, and per-volume snapshot sizes.
 //
 // The mock starts with three built-in snapshots ("Mock Snapshot 1..3", ids
 // "1".."3"): count only the snapshots your test created (Created).
@@ -17,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,9 +40,16 @@ type Options struct {
 	DriverName string
 	// Faults are installed before the first call (--faults).
 	Faults *Faults
-	// HideCapabilities removes controller capabilities, e.g.
-	// "CREATE_DELETE_SNAPSHOT" or "LIST_SNAPSHOTS".
+	// HideCapabilities removes controller or group controller
+	// capabilities, e.g. "CREATE_DELETE_SNAPSHOT", "LIST_SNAPSHOTS" or
+	// "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT".
 	HideCapabilities []string
+	// NoGroupController leaves the GroupController service out: its calls
+	// answer Unimplemented, like a driver without group snapshots.
+	NoGroupController bool
+	// VolumeSizes are the initial per-volume snapshot sizes
+	// (--volume-sizes); see Mock.SetVolumeSizes.
+	VolumeSizes VolumeSizes
 	// Socket is the socket path; default: csi.sock in a new temp dir.
 	Socket string
 	// Args are extra command-line flags.
@@ -86,6 +96,17 @@ func StartMock(t testing.TB, opts Options) *Mock {
 	}
 	if len(opts.HideCapabilities) > 0 {
 		m.args = append(m.args, "--hide-capabilities", strings.Join(opts.HideCapabilities, ","))
+	}
+	if opts.NoGroupController {
+		m.args = append(m.args, "--no-group-controller")
+	}
+	if len(opts.VolumeSizes) > 0 {
+		vols := make([]string, 0, len(opts.VolumeSizes))
+		for vol, n := range opts.VolumeSizes {
+			vols = append(vols, vol+"="+strconv.FormatInt(n, 10))
+		}
+		sort.Strings(vols)
+		m.args = append(m.args, "--volume-sizes", strings.Join(vols, ","))
 	}
 	m.args = append(m.args, opts.Args...)
 	t.Cleanup(func() {
@@ -272,6 +293,50 @@ func (m *Mock) Created(t testing.TB) []BackendSnapshot {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// Groups lists the backend's live group snapshots, without faults and
+// without counting a CSI call (GET /groups).
+func (m *Mock) Groups(t testing.TB) []BackendGroup {
+	t.Helper()
+	var out struct {
+		Groups []BackendGroup `json:"groups"`
+	}
+	m.do(t, http.MethodGet, "/groups", nil, &out)
+	return out.Groups
+}
+
+// VolumeSizes returns the per-volume snapshot sizes (GET /volume-sizes).
+func (m *Mock) VolumeSizes(t testing.TB) VolumeSizes {
+	t.Helper()
+	out := VolumeSizes{}
+	m.do(t, http.MethodGet, "/volume-sizes", nil, &out)
+	return out
+}
+
+// SetVolumeSizes replaces every per-volume snapshot size (PUT
+// /volume-sizes): from now on every answer about a snapshot of such a
+// volume (CreateSnapshot, ListSnapshots, group answers, Snapshots) reports
+// that size, whenever the snapshot was cut; other volumes fall back to a
+// SizeBytes rule (--snapshot-size), else 0. A nil or empty map clears them.
+// The sizes survive Restart only when given in Options.VolumeSizes.
+func (m *Mock) SetVolumeSizes(t testing.TB, sizes VolumeSizes) VolumeSizes {
+	t.Helper()
+	if sizes == nil {
+		sizes = VolumeSizes{}
+	}
+	out := VolumeSizes{}
+	m.do(t, http.MethodPut, "/volume-sizes", sizes, &out)
+	return out
+}
+
+// SetVolumeSize sets the snapshot size of one volume, leaving the others
+// alone (PATCH /volume-sizes); 0 removes the volume's size.
+func (m *Mock) SetVolumeSize(t testing.TB, volumeID string, sizeBytes int64) VolumeSizes {
+	t.Helper()
+	out := VolumeSizes{}
+	m.do(t, http.MethodPatch, "/volume-sizes", VolumeSizes{volumeID: sizeBytes}, &out)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -22,18 +23,30 @@ type CallLogEntry struct {
 	// gRPC one.
 	Method     string `json:"method"`
 	FullMethod string `json:"fullMethod"`
-	// Name is the CreateSnapshot name; SnapshotID the id a call is about
-	// (DeleteSnapshot, ListSnapshots filter) or the one a CreateSnapshot
-	// answered.
-	Name           string            `json:"name,omitempty"`
-	SnapshotID     string            `json:"snapshotId,omitempty"`
-	SourceVolumeID string            `json:"sourceVolumeId,omitempty"`
-	SecretKeys     []string          `json:"secretKeys,omitempty"`
-	Parameters     map[string]string `json:"parameters,omitempty"`
+	// Name is the CreateSnapshot (CreateVolumeGroupSnapshot) name, or the
+	// name the snapshot (group) a call by id is about was created with;
+	// SnapshotID the id a call is about (DeleteSnapshot, ListSnapshots
+	// filter) or the one a CreateSnapshot answered.
+	Name           string `json:"name,omitempty"`
+	SnapshotID     string `json:"snapshotId,omitempty"`
+	SourceVolumeID string `json:"sourceVolumeId,omitempty"`
+	// GroupSnapshotID is the group a group call is about (or a
+	// CreateVolumeGroupSnapshot answered), or the group the snapshot of a
+	// snapshot call belongs to.
+	GroupSnapshotID string `json:"groupSnapshotId,omitempty"`
+	// SourceVolumeIDs are the volumes of a CreateVolumeGroupSnapshot;
+	// SnapshotIDs the members a CreateVolumeGroupSnapshot answered, or the
+	// snapshot_ids a Get/DeleteVolumeGroupSnapshot passed.
+	SourceVolumeIDs []string          `json:"sourceVolumeIds,omitempty"`
+	SnapshotIDs     []string          `json:"snapshotIds,omitempty"`
+	SecretKeys      []string          `json:"secretKeys,omitempty"`
+	Parameters      map[string]string `json:"parameters,omitempty"`
 	// Code is the gRPC result code name ("OK", "Unavailable").
 	Code string `json:"code"`
 	// ReadyToUse, SizeBytes and HasCreationTime describe the snapshot a
-	// CreateSnapshot answered, as the caller saw it (after faults).
+	// CreateSnapshot answered, as the caller saw it (after faults);
+	// ReadyToUse and HasCreationTime also the group a Create- or
+	// GetVolumeGroupSnapshot answered.
 	ReadyToUse      *bool `json:"readyToUse,omitempty"`
 	SizeBytes       int64 `json:"sizeBytes,omitempty"`
 	HasCreationTime bool  `json:"hasCreationTime,omitempty"`
@@ -80,7 +93,8 @@ func (l *callLog) reset() {
 	l.dropped = 0
 }
 
-// nameOf returns the name snapshot id was created with ("" if unknown).
+// nameOf returns the name snapshot (or group) id was created with ("" if
+// unknown).
 func (in *injector) nameOf(id string) string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -109,13 +123,44 @@ func (in *injector) record(fullMethod string, req, resp any, code codes.Code, na
 			n := len(lr.GetEntries())
 			e.Entries = &n
 		}
+	case *csi.CreateVolumeGroupSnapshotRequest:
+		e.Name, e.SourceVolumeIDs = r.GetName(), slices.Clone(r.GetSourceVolumeIds())
+		e.SecretKeys, e.Parameters = keysOf(r.GetSecrets()), copyMap(r.GetParameters())
+		if gr, ok := resp.(*csi.CreateVolumeGroupSnapshotResponse); ok && gr.GetGroupSnapshot() != nil {
+			e.describeGroup(gr.GetGroupSnapshot(), true)
+		}
+	case *csi.GetVolumeGroupSnapshotRequest:
+		e.GroupSnapshotID, e.SnapshotIDs, e.SecretKeys = r.GetGroupSnapshotId(), slices.Clone(r.GetSnapshotIds()), keysOf(r.GetSecrets())
+		if gr, ok := resp.(*csi.GetVolumeGroupSnapshotResponse); ok && gr.GetGroupSnapshot() != nil {
+			e.describeGroup(gr.GetGroupSnapshot(), false)
+		}
+	case *csi.DeleteVolumeGroupSnapshotRequest:
+		e.GroupSnapshotID, e.SnapshotIDs, e.SecretKeys = r.GetGroupSnapshotId(), slices.Clone(r.GetSnapshotIds()), keysOf(r.GetSecrets())
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if e.Name == "" && e.SnapshotID != "" {
 		e.Name = in.names[e.SnapshotID]
 	}
+	if e.Name == "" && e.GroupSnapshotID != "" {
+		e.Name = in.names[e.GroupSnapshotID]
+	}
+	if e.GroupSnapshotID == "" && e.SnapshotID != "" {
+		e.GroupSnapshotID = in.groups.memberOf[e.SnapshotID]
+	}
 	in.log.add(e)
+}
+
+// describeGroup fills in the group an answer carried; members: also its
+// member ids.
+func (e *CallLogEntry) describeGroup(g *csi.VolumeGroupSnapshot, members bool) {
+	ready := g.GetReadyToUse()
+	e.GroupSnapshotID, e.ReadyToUse, e.HasCreationTime = g.GetGroupSnapshotId(), &ready, g.GetCreationTime() != nil
+	if members {
+		for _, s := range g.GetSnapshots() {
+			e.SnapshotIDs = append(e.SnapshotIDs, s.GetSnapshotId())
+		}
+	}
 }
 
 func keysOf(m map[string]string) []string {

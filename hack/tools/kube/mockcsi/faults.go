@@ -35,15 +35,22 @@ type Faults struct {
 // for Times > 0, fewer than Times matching calls happened since the rule was
 // installed.
 type Rule struct {
-	// Method is the short CSI method name ("CreateSnapshot"), the full gRPC
-	// method ("/csi.v1.Controller/CreateSnapshot"), or "" / "*" for every
-	// method.
+	// Method is the short CSI method name ("CreateSnapshot",
+	// "CreateVolumeGroupSnapshot"), the full gRPC method
+	// ("/csi.v1.Controller/CreateSnapshot",
+	// "/csi.v1.GroupController/CreateVolumeGroupSnapshot"), or "" / "*" for
+	// every method.
 	Method string `json:"method,omitempty"`
 	// Match is a path.Match glob over the snapshot the call is about: the
 	// name of a CreateSnapshot, the id of a DeleteSnapshot or of a filtered
 	// ListSnapshots, where an id also matches through the name it was
-	// created with. Empty matches every call; a non-empty pattern never
-	// matches calls about no snapshot (Probe, an unfiltered ListSnapshots).
+	// created with. For the group calls it is the group snapshot's name
+	// (CreateVolumeGroupSnapshot) or id (Get/DeleteVolumeGroupSnapshot, also
+	// matching through the name). Group members are named
+	// "<group name>:<volume id>", so a glob on the group name ("grp-*")
+	// also matches calls about its members by id. Empty matches every call;
+	// a non-empty pattern never matches calls about no snapshot (Probe, an
+	// unfiltered ListSnapshots).
 	Match string `json:"match,omitempty"`
 	// Times limits Latency, Code and Hang to the first Times matching calls;
 	// 0 means every matching call.
@@ -62,23 +69,31 @@ type Rule struct {
 	// NotReady makes the first NotReady CreateSnapshot / filtered
 	// ListSnapshots responses of each snapshot id report readyToUse=false.
 	// Unfiltered ListSnapshots entries show the current state without
-	// consuming the count. For Probe (named explicitly, never through "*")
-	// the first NotReady probes answer ready=false.
+	// consuming the count. Likewise the first NotReady
+	// CreateVolumeGroupSnapshot / GetVolumeGroupSnapshot responses of each
+	// group report the group and all its members not ready (counted per
+	// group id; a ListSnapshots of a member counts per member id). For
+	// Probe (named explicitly, never through "*") the first NotReady probes
+	// answer ready=false.
 	NotReady int `json:"notReady,omitempty"`
-	// Hang blocks a CreateSnapshot for this long AFTER the mock created the
-	// snapshot (or until the caller's deadline, whichever comes first), then
-	// returns the result: a create still in flight / timed out while the
-	// backend already holds the snapshot.
+	// Hang blocks a CreateSnapshot (or CreateVolumeGroupSnapshot) for this
+	// long AFTER the mock created the snapshot (or group) (or until the
+	// caller's deadline, whichever comes first), then returns the result: a
+	// create still in flight / timed out while the backend already holds
+	// the snapshot.
 	Hang Duration `json:"hang,omitempty"`
-	// HangUntilDeadline blocks such a CreateSnapshot until the caller's
-	// context ends.
+	// HangUntilDeadline blocks such a create until the caller's context
+	// ends.
 	HangUntilDeadline bool `json:"hangUntilDeadline,omitempty"`
-	// SizeBytes makes CreateSnapshot and ListSnapshots answers about the
-	// matching snapshots report this size (the e2e mock itself always says
-	// 0, "unknown"). Like NotReady it rewrites a copy and ignores Times.
+	// SizeBytes makes CreateSnapshot, ListSnapshots and group answers about
+	// the matching snapshots report this size (the e2e mock itself always
+	// says 0, "unknown"). Like NotReady it rewrites a copy and ignores
+	// Times. A per-volume size (PUT /volume-sizes, --volume-sizes) wins
+	// over it.
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
 	// NoCreationTime makes those answers carry no creation_time, and no size
-	// unless SizeBytes is set too: a driver that reports neither.
+	// unless SizeBytes (or a per-volume size) is set too: a driver that
+	// reports neither. In group answers the group's creation_time goes too.
 	NoCreationTime bool `json:"noCreationTime,omitempty"`
 }
 
@@ -204,13 +219,13 @@ func (r Rule) injectsCallFault() bool {
 }
 
 // shapesAnswers reports whether the rule rewrites the size or creation time
-// in answers of this method (CreateSnapshot and ListSnapshots only).
+// in answers of this method (the calls that answer snapshots only).
 func (r Rule) shapesAnswers(full string) bool {
 	if r.SizeBytes == 0 && !r.NoCreationTime {
 		return false
 	}
 	switch shortMethod(full) {
-	case "CreateSnapshot", "ListSnapshots":
+	case "CreateSnapshot", "ListSnapshots", "CreateVolumeGroupSnapshot", "GetVolumeGroupSnapshot":
 		return r.matchesMethod(full)
 	}
 	return false
@@ -222,7 +237,7 @@ func (r Rule) notReadyApplies(full string) bool {
 		return false
 	}
 	switch short := shortMethod(full); short {
-	case "CreateSnapshot", "ListSnapshots":
+	case "CreateSnapshot", "ListSnapshots", "CreateVolumeGroupSnapshot", "GetVolumeGroupSnapshot":
 		return r.matchesMethod(full)
 	case "Probe":
 		return r.Method == short || r.Method == full

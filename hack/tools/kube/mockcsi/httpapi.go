@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -43,7 +45,12 @@ type SnapshotEntry struct {
 	SourceVolumeID string    `json:"sourceVolumeId"`
 	ReadyToUse     bool      `json:"readyToUse"`
 	CreationTime   time.Time `json:"creationTime"`
-	SizeBytes      int64     `json:"sizeBytes"`
+	// SizeBytes is the source volume's size when one was set (PUT
+	// /volume-sizes, --volume-sizes), else what the mock says (0): fault
+	// rules do not apply here.
+	SizeBytes int64 `json:"sizeBytes"`
+	// GroupSnapshotID is the group snapshot the snapshot is a member of.
+	GroupSnapshotID string `json:"groupSnapshotId,omitempty"`
 	// Builtin marks the three snapshots the mock starts with; tests must
 	// count only the snapshots they created.
 	Builtin bool `json:"builtin"`
@@ -115,7 +122,110 @@ func (in *injector) handler(ctrl csi.ControllerServer) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, SnapshotsResponse{Snapshots: list})
 	})
+	mux.HandleFunc("GET /groups", func(w http.ResponseWriter, r *http.Request) {
+		list, err := in.listGroups(r.Context(), ctrl)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, GroupsResponse{Groups: list})
+	})
+	mux.HandleFunc("GET /volume-sizes", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, in.currentVolumeSizes())
+	})
+	// PUT replaces every per-volume size; PATCH sets the given volumes only,
+	// 0 removing a volume's size.
+	for _, method := range []string{http.MethodPut, http.MethodPatch} {
+		mux.HandleFunc(method+" /volume-sizes", func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			if err != nil {
+				writeError(w, http.StatusRequestEntityTooLarge, err)
+				return
+			}
+			sizes, err := parseVolumeSizesJSON(body)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, err)
+				return
+			}
+			in.setVolumeSizes(sizes, method == http.MethodPut)
+			writeJSON(w, http.StatusOK, in.currentVolumeSizes())
+		})
+	}
 	return mux
+}
+
+// VolumeSizes is the body of GET, PUT and PATCH /volume-sizes: snapshot
+// sizes in bytes by source volume id, e.g. {"vol-1": 1073741824}.
+type VolumeSizes map[string]int64
+
+// parseVolumeSizesJSON decodes a VolumeSizes object; negative sizes and
+// empty volume ids are refused.
+func parseVolumeSizesJSON(data []byte) (VolumeSizes, error) {
+	var v VolumeSizes
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&v); err != nil {
+		return nil, fmt.Errorf("decoding volume sizes (want {\"volume-id\": bytes, ...}): %w", err)
+	}
+	return v, v.validate()
+}
+
+// parseVolumeSizesFlag parses --volume-sizes: "vol-1=1073741824,vol-2=5368709120".
+func parseVolumeSizesFlag(list string) (VolumeSizes, error) {
+	out := VolumeSizes{}
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		vol, size, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want volume-id=bytes", item)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(size), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: size must be a number of bytes: %w", item, err)
+		}
+		out[strings.TrimSpace(vol)] = n
+	}
+	return out, out.validate()
+}
+
+func (v VolumeSizes) validate() error {
+	for vol, n := range v {
+		if vol == "" {
+			return errors.New("volume sizes: empty volume id")
+		}
+		if n < 0 {
+			return fmt.Errorf("volume sizes: negative size %d for volume %q", n, vol)
+		}
+	}
+	return nil
+}
+
+// setVolumeSizes replaces (replace) or updates the per-volume sizes; a size
+// of 0 removes the volume's size.
+func (in *injector) setVolumeSizes(sizes VolumeSizes, replace bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if replace {
+		in.volumeSizes = map[string]int64{}
+	}
+	for vol, n := range sizes {
+		if n == 0 {
+			delete(in.volumeSizes, vol)
+		} else {
+			in.volumeSizes[vol] = n
+		}
+	}
+}
+
+func (in *injector) currentVolumeSizes() VolumeSizes {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make(VolumeSizes, len(in.volumeSizes))
+	for vol, n := range in.volumeSizes {
+		out[vol] = n
+	}
+	return out
 }
 
 func (in *injector) snapshotCalls() map[string]map[string]int64 {
@@ -160,14 +270,19 @@ func (in *injector) listBackend(ctx context.Context, ctrl csi.ControllerServer) 
 		in.mu.Lock()
 		for _, e := range resp.GetEntries() {
 			s := e.GetSnapshot()
+			size := s.GetSizeBytes()
+			if v := in.volumeSizes[s.GetSourceVolumeId()]; v > 0 {
+				size = v
+			}
 			out = append(out, SnapshotEntry{
-				ID:             s.GetSnapshotId(),
-				Name:           in.names[s.GetSnapshotId()],
-				SourceVolumeID: s.GetSourceVolumeId(),
-				ReadyToUse:     s.GetReadyToUse(),
-				CreationTime:   s.GetCreationTime().AsTime(),
-				SizeBytes:      s.GetSizeBytes(),
-				Builtin:        in.builtin[s.GetSnapshotId()],
+				ID:              s.GetSnapshotId(),
+				Name:            in.names[s.GetSnapshotId()],
+				SourceVolumeID:  s.GetSourceVolumeId(),
+				ReadyToUse:      s.GetReadyToUse(),
+				CreationTime:    s.GetCreationTime().AsTime(),
+				SizeBytes:       size,
+				GroupSnapshotID: in.groups.memberOf[s.GetSnapshotId()],
+				Builtin:         in.builtin[s.GetSnapshotId()],
 			})
 		}
 		in.mu.Unlock()
@@ -177,10 +292,7 @@ func (in *injector) listBackend(ctx context.Context, ctrl csi.ControllerServer) 
 		token = resp.GetNextToken()
 	}
 	// The mock's ids are decimal counters: order by length, then text.
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].ID, out[j].ID
-		return len(a) < len(b) || len(a) == len(b) && a < b
-	})
+	sort.Slice(out, func(i, j int) bool { return idLess(out[i].ID, out[j].ID) })
 	return out, nil
 }
 

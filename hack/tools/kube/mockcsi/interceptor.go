@@ -14,8 +14,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// injector wraps the mock service: it serializes calls, injects faults and
-// counts calls. The e2e mock service is not safe under concurrent calls
+// injector wraps the mock service (and our groupServer): it serializes
+// calls, injects faults and counts calls. The e2e mock service is not safe under concurrent calls
 // (DeleteSnapshot finds an index, then removes that index in a second step,
 // so two concurrent deletes can remove the wrong entry and a leak check
 // would lie), hence every call into it holds serial.
@@ -31,25 +31,32 @@ type injector struct {
 	rules   []*ruleState
 	version int64
 	source  string
-	// names maps snapshot ids to the names they were created with, so that
-	// a Match glob on a name also catches DeleteSnapshot(id) and
-	// ListSnapshots(id).
+	// names maps snapshot ids (and group snapshot ids) to the names they
+	// were created with, so that a Match glob on a name also catches
+	// DeleteSnapshot(id), ListSnapshots(id) and the group calls by id.
 	names map[string]string
 	// builtin holds the ids the mock starts with ("Mock Snapshot 1..3").
 	builtin map[string]bool
 	calls   map[string]map[string]int64
 	// log is the call log (GET /calllog), at most callLogMax entries.
 	log callLog
-	// hidden are controller capabilities removed from
-	// ControllerGetCapabilities (--hide-capabilities); set before serving.
-	hidden map[csi.ControllerServiceCapability_RPC_Type]bool
+	// hidden are capabilities removed from ControllerGetCapabilities and
+	// GroupControllerGetCapabilities (--hide-capabilities); set before
+	// serving.
+	hidden hiddenCaps
+	// groups are the volume group snapshots (groups.go).
+	groups groupStore
+	// volumeSizes are per-volume snapshot sizes in bytes (PUT /volume-sizes,
+	// --volume-sizes): every answer about a snapshot of such a volume
+	// reports this size.
+	volumeSizes map[string]int64
 }
 
 type ruleState struct {
 	Rule
 	code     codes.Code
 	fired    int
-	notReady map[string]int // snapshot id ("" for Probe) -> not-ready answers given
+	notReady map[string]int // snapshot or group id ("" for Probe) -> not-ready answers given
 }
 
 func newInjector(stop <-chan struct{}) *injector {
@@ -60,6 +67,9 @@ func newInjector(stop <-chan struct{}) *injector {
 		builtin: map[string]bool{},
 		calls:   map[string]map[string]int64{},
 		log:     callLog{max: callLogMax},
+		groups:  newGroupStore(),
+		// Per-volume sizes: PUT /volume-sizes, --volume-sizes.
+		volumeSizes: map[string]int64{},
 	}
 }
 
@@ -126,8 +136,9 @@ func (in *injector) plan(method, name, id string) callPlan {
 	return p
 }
 
-// notReady reports whether the response about snapshot id should say "not
-// ready"; consume counts this response against the rules' NotReady budget.
+// notReady reports whether the response about snapshot (or group) id should
+// say "not ready"; consume counts this response against the rules' NotReady
+// budget.
 func (in *injector) notReady(method, id string, consume bool) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -147,16 +158,26 @@ func (in *injector) notReady(method, id string, consume bool) bool {
 	return result
 }
 
-// shape applies SizeBytes and NoCreationTime rules to a snapshot in an
-// answer (a private copy).
+// shape applies SizeBytes and NoCreationTime rules, per-volume sizes and
+// the group snapshot id of group members to a snapshot in an answer (a
+// private copy).
 func (in *injector) shape(method string, s *csi.Snapshot) {
+	in.shapeAs(method, "", s.GetSnapshotId(), s)
+}
+
+// shapeAs is shape with the rules matched against name/id (a group's in
+// group answers; name "" means the name id was created with). It reports
+// whether a NoCreationTime rule applied.
+func (in *injector) shapeAs(method, name, id string, s *csi.Snapshot) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	name := in.names[s.GetSnapshotId()]
+	if name == "" {
+		name = in.names[id]
+	}
 	var size int64
 	omit := false
 	for _, r := range in.rules {
-		if !r.shapesAnswers(method) || !r.matchesSnapshot(name, s.GetSnapshotId()) {
+		if !r.shapesAnswers(method) || !r.matchesSnapshot(name, id) {
 			continue
 		}
 		if r.SizeBytes > 0 && size == 0 {
@@ -171,6 +192,15 @@ func (in *injector) shape(method string, s *csi.Snapshot) {
 	if size > 0 {
 		s.SizeBytes = size
 	}
+	// A volume's own size is the backend's truth: it wins over the rules.
+	if v := in.volumeSizes[s.GetSourceVolumeId()]; v > 0 {
+		s.SizeBytes = v
+	}
+	// The e2e mock knows nothing about groups.
+	if gid := in.groups.memberOf[s.GetSnapshotId()]; gid != "" && s.GetGroupSnapshotId() == "" {
+		s.GroupSnapshotId = gid
+	}
+	return omit
 }
 
 func (in *injector) count(method string, code codes.Code) {
@@ -233,7 +263,8 @@ func (in *injector) Unary(ctx context.Context, req any, info *grpc.UnaryServerIn
 }
 
 // unknownService answers calls to services the mock does not implement
-// (such as csi.v1.GroupController) with Unimplemented, like gRPC would, but
+// (such as csi.v1.GroupController with --no-group-controller) with
+// Unimplemented, like gRPC would, but
 // counts them, so tests can see that a client asked.
 func (in *injector) unknownService(_ any, stream grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(stream)
@@ -261,12 +292,12 @@ func (in *injector) serve(ctx context.Context, req any, method string, handler g
 	if p.err != nil {
 		return nil, p.err
 	}
-	if _, ok := req.(*csi.CreateSnapshotRequest); ok && (p.hang > 0 || p.hangUntil) {
+	if isCreate(req) && (p.hang > 0 || p.hangUntil) {
 		d := p.hang
 		if p.hangUntil {
 			d = -1
 		}
-		klog.V(2).InfoS("Holding CreateSnapshot after the snapshot was created", "name", name, "hang", d)
+		klog.V(2).InfoS("Holding the answer after the snapshot was created", "method", method, "name", name, "hang", d)
 		if err := in.wait(ctx, d); err != nil {
 			return nil, err
 		}
@@ -277,11 +308,16 @@ func (in *injector) serve(ctx context.Context, req any, method string, handler g
 // callMock runs the mock handler under the serialization slot and returns a
 // private copy of its response: the mock returns pointers into its own cache
 // and the copy is what may be rewritten and marshalled after unlocking.
+// A DeleteSnapshot of a member of a live group is refused here, under the
+// slot, so that it cannot race with the group's own calls.
 func (in *injector) callMock(ctx context.Context, req any, handler grpc.UnaryHandler) (any, error) {
 	if err := in.lockMock(ctx); err != nil {
 		return nil, err
 	}
 	defer in.unlockMock()
+	if err := in.refuseMemberDelete(req); err != nil {
+		return nil, err
+	}
 	resp, err := handler(ctx, req)
 	if err != nil {
 		return nil, err
@@ -307,8 +343,9 @@ func (in *injector) learnNames(req, resp any) {
 	}
 }
 
-// rewriteResponse applies NotReady rules and hidden capabilities to resp,
-// a private clone.
+// rewriteResponse applies NotReady, SizeBytes and NoCreationTime rules,
+// per-volume sizes, group ids of members and hidden capabilities to resp, a
+// private clone.
 func (in *injector) rewriteResponse(method string, req, resp any) {
 	switch r := resp.(type) {
 	case *csi.CreateSnapshotResponse:
@@ -328,10 +365,22 @@ func (in *injector) rewriteResponse(method string, req, resp any) {
 				in.shape(method, s)
 			}
 		}
+	case *csi.CreateVolumeGroupSnapshotResponse:
+		in.shapeGroup(method, r.GetGroupSnapshot())
+	case *csi.GetVolumeGroupSnapshotResponse:
+		in.shapeGroup(method, r.GetGroupSnapshot())
 	case *csi.ControllerGetCapabilitiesResponse:
 		kept := r.Capabilities[:0]
 		for _, c := range r.GetCapabilities() {
-			if !in.hidden[c.GetRpc().GetType()] {
+			if !in.hidden.ctrl[c.GetRpc().GetType()] {
+				kept = append(kept, c)
+			}
+		}
+		r.Capabilities = kept
+	case *csi.GroupControllerGetCapabilitiesResponse:
+		kept := r.Capabilities[:0]
+		for _, c := range r.GetCapabilities() {
+			if !in.hidden.group[c.GetRpc().GetType()] {
 				kept = append(kept, c)
 			}
 		}
@@ -343,7 +392,8 @@ func (in *injector) rewriteResponse(method string, req, resp any) {
 	}
 }
 
-// snapshotOf returns the snapshot name or id a request is about.
+// snapshotOf returns the snapshot (or group snapshot) name or id a request
+// is about.
 func snapshotOf(req any) (name, id string) {
 	switch r := req.(type) {
 	case *csi.CreateSnapshotRequest:
@@ -352,6 +402,21 @@ func snapshotOf(req any) (name, id string) {
 		return "", r.GetSnapshotId()
 	case *csi.ListSnapshotsRequest:
 		return "", r.GetSnapshotId()
+	case *csi.CreateVolumeGroupSnapshotRequest:
+		return r.GetName(), ""
+	case *csi.GetVolumeGroupSnapshotRequest:
+		return "", r.GetGroupSnapshotId()
+	case *csi.DeleteVolumeGroupSnapshotRequest:
+		return "", r.GetGroupSnapshotId()
 	}
 	return "", ""
+}
+
+// isCreate reports whether req cuts snapshots (the calls Hang applies to).
+func isCreate(req any) bool {
+	switch req.(type) {
+	case *csi.CreateSnapshotRequest, *csi.CreateVolumeGroupSnapshotRequest:
+		return true
+	}
+	return false
 }

@@ -1,7 +1,9 @@
 // Command mockcsi serves the Kubernetes e2e mock CSI driver
 // (k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service) as
-// Identity, Controller and Node services on a unix socket, for snapkeeper's
-// tests and benchmarks. Build: cd hack/tools/kube && go build -o ../../../bin/mock-csi-driver ./mockcsi
+// Identity, Controller and Node services on a unix socket, plus a
+// GroupController service of its own (groups.go: volume group snapshots
+// whose members live in the mock's snapshot store), for snapkeeper's tests
+// and benchmarks. Build: cd hack/tools/kube && go build -o ../../../bin/mock-csi-driver ./mockcsi
 //
 // A gRPC interceptor in front of the mock
 //   - serializes every call into it: the mock is not safe under concurrent
@@ -12,14 +14,18 @@
 //   - counts calls by method and result code (GET /calls) and logs each call
 //     with its snapshot, secret keys (never values) and parameters
 //     (GET /calllog);
-//   - can make answers report a size, or no creation time and size.
+//   - can make answers report a size (for all snapshots, or per source
+//     volume: --volume-sizes, PUT /volume-sizes), or no creation time and
+//     size;
+//   - refuses a DeleteSnapshot of a member of a live group snapshot
+//     (FailedPrecondition).
 //
 // The mock starts with three built-in snapshots, "Mock Snapshot 1..3" with
 // ids "1", "2", "3". Test code must count only the snapshots it created
 // (GET /snapshots marks the built-in ones with "builtin": true).
 //
 // Everything the mock knows lives in memory: a restarted driver has lost
-// every snapshot created before.
+// every snapshot and group snapshot created before.
 package main
 
 import (
@@ -61,13 +67,15 @@ type Options struct {
 	NoCreation   bool
 	GracePeriod  time.Duration
 	HideCaps     string
+	VolumeSizes  string
+	NoGroups     bool
 }
 
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket path to serve CSI on (a unix:// prefix is accepted). Required.")
 	fs.StringVar(&o.DriverName, "name", DefaultDriverName, "Driver name reported by GetPluginInfo.")
-	fs.StringVar(&o.HTTPAddress, "http-address", "", "host:port of the HTTP API (GET /calls, GET|PUT /faults, GET /snapshots); empty disables it. Port 0 picks a free port (see --ready-file).")
+	fs.StringVar(&o.HTTPAddress, "http-address", "", "host:port of the HTTP API (GET /calls, GET /calllog, GET|PUT /faults, GET /snapshots, GET /groups, GET|PUT|PATCH /volume-sizes); empty disables it. Port 0 picks a free port (see --ready-file).")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "Once serving, write {\"csiAddress\",\"httpAddress\",\"pid\"} JSON to this file (atomically); removed at exit.")
 	fs.StringVar(&o.Faults, "faults", "", "Initial faults as inline JSON ({\"rules\":[...]}).")
 	fs.StringVar(&o.FaultsFile, "faults-file", "", "JSON faults file, re-read whenever its content changes; a removed file means no faults. Overrides --faults once it exists.")
@@ -76,7 +84,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.NotReady, "not-ready", 0, "Shorthand: each snapshot reports readyToUse=false in its first N CreateSnapshot/ListSnapshots(id) responses.")
 	fs.Int64Var(&o.SizeBytes, "snapshot-size", 0, "Shorthand: CreateSnapshot and ListSnapshots answers report this size in bytes (the mock itself says 0, unknown).")
 	fs.BoolVar(&o.NoCreation, "no-creation-time", false, "Shorthand: CreateSnapshot and ListSnapshots answers carry no creation time and no size (unless --snapshot-size).")
-	fs.StringVar(&o.HideCaps, "hide-capabilities", "", "Comma-separated controller capabilities to remove from ControllerGetCapabilities (e.g. CREATE_DELETE_SNAPSHOT,LIST_SNAPSHOTS), to play a driver without them.")
+	fs.StringVar(&o.HideCaps, "hide-capabilities", "", "Comma-separated controller or group controller capabilities to remove from ControllerGetCapabilities / GroupControllerGetCapabilities (e.g. CREATE_DELETE_SNAPSHOT,LIST_SNAPSHOTS,CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT), to play a driver without them.")
+	fs.StringVar(&o.VolumeSizes, "volume-sizes", "", "Initial per-volume snapshot sizes, volume-id=bytes,... (e.g. vol-1=1073741824): every answer about a snapshot of such a volume reports this size; others fall back to --snapshot-size. See PUT /volume-sizes.")
+	fs.BoolVar(&o.NoGroups, "no-group-controller", false, "Do not serve the GroupController service at all (its calls answer Unimplemented), to play a driver without group snapshots.")
 	fs.DurationVar(&o.GracePeriod, "grace-period", 5*time.Second, "How long in-flight calls may finish at SIGTERM/SIGINT.")
 }
 
@@ -91,6 +101,9 @@ func (o *Options) Validate() (Faults, error) {
 	}
 	if _, err := parseCapabilities(o.HideCaps); err != nil {
 		return Faults{}, fmt.Errorf("--hide-capabilities: %w", err)
+	}
+	if _, err := parseVolumeSizesFlag(o.VolumeSizes); err != nil {
+		return Faults{}, fmt.Errorf("--volume-sizes: %w", err)
 	}
 	if o.PollInterval <= 0 {
 		return Faults{}, errors.New("--faults-poll-interval must be positive")
@@ -137,7 +150,9 @@ func run(o *Options) error {
 
 	stop := make(chan struct{})
 	in := newInjector(stop)
-	in.hidden, _ = parseCapabilities(o.HideCaps) // validated
+	in.hidden, _ = parseCapabilities(o.HideCaps)    // validated
+	sizes, _ := parseVolumeSizesFlag(o.VolumeSizes) // validated
+	in.setVolumeSizes(sizes, true)
 	in.setFaults(faults, "flags")
 	svc := service.New(service.Config{DriverName: o.DriverName})
 	if err := in.recordBuiltins(ctx, svc); err != nil {
@@ -162,6 +177,9 @@ func run(o *Options) error {
 	csi.RegisterIdentityServer(srv, svc)
 	csi.RegisterControllerServer(srv, svc)
 	csi.RegisterNodeServer(srv, svc)
+	if !o.NoGroups {
+		csi.RegisterGroupControllerServer(srv, newGroupServer(in, svc))
+	}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(lis) }()
 
@@ -252,20 +270,33 @@ func writeReadyFile(path, csiAddr, httpAddr string) error {
 	return os.Rename(tmp, path)
 }
 
-// parseCapabilities parses a comma-separated list of controller capability
-// names.
-func parseCapabilities(list string) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
-	out := map[csi.ControllerServiceCapability_RPC_Type]bool{}
+// hiddenCaps are the capabilities --hide-capabilities removes.
+type hiddenCaps struct {
+	ctrl  map[csi.ControllerServiceCapability_RPC_Type]bool
+	group map[csi.GroupControllerServiceCapability_RPC_Type]bool
+}
+
+// parseCapabilities parses a comma-separated list of controller and group
+// controller capability names.
+func parseCapabilities(list string) (hiddenCaps, error) {
+	out := hiddenCaps{
+		ctrl:  map[csi.ControllerServiceCapability_RPC_Type]bool{},
+		group: map[csi.GroupControllerServiceCapability_RPC_Type]bool{},
+	}
 	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
+		name = strings.ToUpper(strings.TrimSpace(name))
 		if name == "" {
 			continue
 		}
-		v, ok := csi.ControllerServiceCapability_RPC_Type_value[strings.ToUpper(name)]
-		if !ok {
-			return nil, fmt.Errorf("unknown controller capability %q", name)
+		if v, ok := csi.ControllerServiceCapability_RPC_Type_value[name]; ok {
+			out.ctrl[csi.ControllerServiceCapability_RPC_Type(v)] = true
+			continue
 		}
-		out[csi.ControllerServiceCapability_RPC_Type(v)] = true
+		if v, ok := csi.GroupControllerServiceCapability_RPC_Type_value[name]; ok {
+			out.group[csi.GroupControllerServiceCapability_RPC_Type(v)] = true
+			continue
+		}
+		return hiddenCaps{}, fmt.Errorf("unknown controller or group controller capability %q", name)
 	}
 	return out, nil
 }
