@@ -71,6 +71,9 @@ func run(ctx context.Context, o *Options) error {
 	coreFactory.Start(ctx.Done())
 	defer snapFactory.Shutdown()
 	defer coreFactory.Shutdown()
+	// The group snapshot CRDs are optional: their informer starts when
+	// (and if) the API server serves them.
+	lookup.WatchGroupClasses(ctx, admission.DefaultGroupDiscoveryInterval)
 
 	handler := admission.NewHandler(lookup.ForRequest, o.ValidationOptions(), o.MaxRequestBytes, metrics)
 	router := admission.NewRouter(handler, reg, map[string]admission.ReadyCheck{

@@ -40,11 +40,13 @@ type ClusterLookup struct {
 	pvs        corelisters.PersistentVolumeLister
 	client     snapclientset.Interface
 	populators *PopulatorCache
+	groups     *groupClasses
 	synced     []cache.InformerSynced
 }
 
 // NewClusterLookup registers the informers it needs with the factories;
-// start the factories afterwards. populators may be nil (none registered).
+// start the factories afterwards, and call WatchGroupClasses for the
+// VolumeGroupSnapshotClasses. populators may be nil (none registered).
 func NewClusterLookup(snaps snapinformers.SharedInformerFactory, core informers.SharedInformerFactory,
 	client snapclientset.Interface, populators *PopulatorCache) *ClusterLookup {
 	v1 := snaps.Snapshot().V1()
@@ -56,6 +58,7 @@ func NewClusterLookup(snaps snapinformers.SharedInformerFactory, core informers.
 		pvs:        core.Core().V1().PersistentVolumes().Lister(),
 		client:     client,
 		populators: populators,
+		groups:     &groupClasses{client: client},
 	}
 	l.synced = []cache.InformerSynced{
 		v1.VolumeSnapshotClasses().Informer().HasSynced,
@@ -63,6 +66,7 @@ func NewClusterLookup(snaps snapinformers.SharedInformerFactory, core informers.
 		v1.VolumeSnapshotContents().Informer().HasSynced,
 		core.Core().V1().PersistentVolumeClaims().Informer().HasSynced,
 		core.Core().V1().PersistentVolumes().Informer().HasSynced,
+		l.groups.hasSynced,
 	}
 	return l
 }
@@ -144,6 +148,10 @@ func (r requestLookup) ClassInUse(name string) (bool, error) {
 
 func (r requestLookup) GetPVC(namespace, name string) (*corev1.PersistentVolumeClaim, error) {
 	return absent(r.l.pvcs.PersistentVolumeClaims(namespace).Get(name))
+}
+
+func (r requestLookup) ListPVCs(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	return r.l.pvcs.PersistentVolumeClaims(namespace).List(selector)
 }
 
 func (r requestLookup) GetPV(name string) (*corev1.PersistentVolume, error) {

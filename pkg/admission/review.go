@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,11 +94,24 @@ var resources = map[string]resourceInfo{
 	"persistentvolumeclaims": {
 		corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "PersistentVolumeClaim",
 		decodeAs[corev1.PersistentVolumeClaim]},
+	// The group kinds are validated in v1 only, as the snapshot kinds: with
+	// matchPolicy Equivalent the API server converts requests made in the
+	// other served versions (v1beta1, v1beta2) to v1 before sending them.
+	"volumegroupsnapshotclasses": {
+		groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshotclasses"), "VolumeGroupSnapshotClass",
+		decodeAs[groupv1.VolumeGroupSnapshotClass]},
+	"volumegroupsnapshots": {
+		groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshots"), "VolumeGroupSnapshot",
+		decodeAs[groupv1.VolumeGroupSnapshot]},
+	"volumegroupsnapshotcontents": {
+		groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshotcontents"), "VolumeGroupSnapshotContent",
+		decodeAs[groupv1.VolumeGroupSnapshotContent]},
 }
 
 // Resources lists the plural names the webhook validates, for registration.
 func Resources() []string {
-	return []string{"volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents", "persistentvolumeclaims"}
+	return []string{"volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents", "persistentvolumeclaims",
+		"volumegroupsnapshotclasses", "volumegroupsnapshots", "volumegroupsnapshotcontents"}
 }
 
 // checkKind makes sure the request is about the resource this endpoint

@@ -5,6 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
 var (
@@ -15,9 +17,6 @@ var (
 	contentRefPath       = field.NewPath("spec", "volumeSnapshotRef")
 	contentDriverPath    = field.NewPath("spec", "driver")
 	contentPolicyPath    = field.NewPath("spec", "deletionPolicy")
-	contentRefUIDPath    = contentRefPath.Child("uid")
-	contentRefNamePath   = contentRefPath.Child("name")
-	contentRefNSPath     = contentRefPath.Child("namespace")
 	contentFixNewContent = "create a new VolumeSnapshotContent instead"
 )
 
@@ -59,25 +58,8 @@ func contentSpecErrors(c *snapv1.VolumeSnapshotContent) field.ErrorList {
 	case sh != nil && *sh == "":
 		errs = append(errs, required(contentSnapshotPath, "%s has an empty spec.source.snapshotHandle: set the CSI snapshot id", self))
 	}
-	ref := c.Spec.VolumeSnapshotRef
-	if ref.Name == "" {
-		errs = append(errs, required(contentRefNamePath,
-			"%s must name its VolumeSnapshot: set spec.volumeSnapshotRef.name", self))
-	}
-	if ref.Namespace == "" {
-		errs = append(errs, required(contentRefNSPath,
-			"%s must name the namespace of its VolumeSnapshot: set spec.volumeSnapshotRef.namespace", self))
-	}
-	if why := validCSIDriverName(c.Spec.Driver); why != "" {
-		errs = append(errs, invalid(contentDriverPath, c.Spec.Driver,
-			"%s has an invalid spec.driver %q: %s; use the name the CSI driver reports (the name of its CSIDriver object)",
-			self, c.Spec.Driver, why))
-	}
-	if p := c.Spec.DeletionPolicy; p != snapv1.VolumeSnapshotContentDelete && p != snapv1.VolumeSnapshotContentRetain {
-		errs = append(errs, invalid(contentPolicyPath, p,
-			"%s has spec.deletionPolicy %q: it must be %q or %q; set one of them",
-			self, p, snapv1.VolumeSnapshotContentDelete, snapv1.VolumeSnapshotContentRetain))
-	}
+	errs = append(errs, refRequiredErrors(self, contentRefPath, snapshot.KindSnapshot, c.Spec.VolumeSnapshotRef)...)
+	errs = append(errs, driverPolicyErrors(self, c.Spec.Driver, c.Spec.DeletionPolicy)...)
 	if m := c.Spec.SourceVolumeMode; m != nil && *m != corev1.PersistentVolumeFilesystem && *m != corev1.PersistentVolumeBlock {
 		errs = append(errs, invalid(contentModePath, *m,
 			"%s has spec.sourceVolumeMode %q: it must be %q or %q; set the mode of the volume the snapshot was cut from",
@@ -99,19 +81,57 @@ func contentImmutableErrors(c, old *snapv1.VolumeSnapshotContent) field.ErrorLis
 	errs = append(errs, fixedOnceSet(self, contentDriverPath, &old.Spec.Driver, &c.Spec.Driver,
 		"the backend snapshot belongs to the driver that cut it; "+contentFixNewContent)...)
 
-	oldRef, ref := old.Spec.VolumeSnapshotRef, c.Spec.VolumeSnapshotRef
+	return append(errs, refChangeErrors(self, contentRefPath, snapshot.KindSnapshot, "VolumeSnapshotContent",
+		old.Spec.VolumeSnapshotRef, c.Spec.VolumeSnapshotRef)...)
+}
+
+// refRequiredErrors requires the name and namespace of a content's
+// reference to its snapshot (of kind snapKind) at path.
+func refRequiredErrors(self string, path *field.Path, snapKind string, ref corev1.ObjectReference) field.ErrorList {
+	var errs field.ErrorList
+	if ref.Name == "" {
+		errs = append(errs, required(path.Child("name"),
+			"%s must name its %s: set %s", self, snapKind, path.Child("name")))
+	}
+	if ref.Namespace == "" {
+		errs = append(errs, required(path.Child("namespace"),
+			"%s must name the namespace of its %s: set %s", self, snapKind, path.Child("namespace")))
+	}
+	return errs
+}
+
+// driverPolicyErrors checks spec.driver and spec.deletionPolicy of a content.
+func driverPolicyErrors(self, driver string, p snapv1.DeletionPolicy) field.ErrorList {
+	var errs field.ErrorList
+	if why := validCSIDriverName(driver); why != "" {
+		errs = append(errs, invalid(contentDriverPath, driver,
+			"%s has an invalid spec.driver %q: %s; use the name the CSI driver reports (the name of its CSIDriver object)",
+			self, driver, why))
+	}
+	if p != snapv1.VolumeSnapshotContentDelete && p != snapv1.VolumeSnapshotContentRetain {
+		errs = append(errs, invalid(contentPolicyPath, p,
+			"%s has spec.deletionPolicy %q: it must be %q or %q; set one of them",
+			self, p, snapv1.VolumeSnapshotContentDelete, snapv1.VolumeSnapshotContentRetain))
+	}
+	return errs
+}
+
+// refChangeErrors keeps a content bound to the snapshot (of kind snapKind)
+// its reference at path names.
+func refChangeErrors(self string, path *field.Path, snapKind, contentKind string, oldRef, ref corev1.ObjectReference) field.ErrorList {
+	var errs field.ErrorList
 	if oldRef.Name != "" && oldRef.Namespace != "" && (oldRef.Name != ref.Name || oldRef.Namespace != ref.Namespace) {
-		errs = append(errs, forbidden(contentRefPath,
-			"%s cannot move spec.volumeSnapshotRef from %q to %q: a content stays bound to the VolumeSnapshot it names; create a new VolumeSnapshotContent for %q",
-			self, oldRef.Namespace+"/"+oldRef.Name, ref.Namespace+"/"+ref.Name, ref.Namespace+"/"+ref.Name))
+		errs = append(errs, forbidden(path,
+			"%s cannot move %s from %q to %q: a content stays bound to the %s it names; create a new %s for %q",
+			self, path, oldRef.Namespace+"/"+oldRef.Name, ref.Namespace+"/"+ref.Name, snapKind, contentKind, ref.Namespace+"/"+ref.Name))
 	}
 	// The uid may be set once (binding) or cleared (the usual repair of a
 	// misbound content), but replacing it in one step would rebind the
-	// backend snapshot to another VolumeSnapshot behind the binder's back.
+	// backend snapshot to another snapshot object behind the binder's back.
 	if oldRef.UID != "" && ref.UID != "" && oldRef.UID != ref.UID {
-		errs = append(errs, forbidden(contentRefUIDPath,
-			"%s cannot change spec.volumeSnapshotRef.uid from %q to %q: the uid may be set once or cleared to repair a misbound content, never replaced; clear it and let the controller bind the content again",
-			self, oldRef.UID, ref.UID))
+		errs = append(errs, forbidden(path.Child("uid"),
+			"%s cannot change %s from %q to %q: the uid may be set once or cleared to repair a misbound content, never replaced; clear it and let the controller bind the content again",
+			self, path.Child("uid"), oldRef.UID, ref.UID))
 	}
 	return errs
 }

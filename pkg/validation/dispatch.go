@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -31,6 +32,21 @@ func (v Validator) Validate(op Operation, obj, old any) (field.ErrorList, []stri
 		var prev *snapv1.VolumeSnapshotContent
 		if prev, ok = oldAs[*snapv1.VolumeSnapshotContent](old); ok {
 			errs, warnings = v.Content(op, o, prev)
+		}
+	case *groupv1.VolumeGroupSnapshotClass:
+		var prev *groupv1.VolumeGroupSnapshotClass
+		if prev, ok = oldAs[*groupv1.VolumeGroupSnapshotClass](old); ok {
+			errs, warnings = v.GroupClass(op, o, prev)
+		}
+	case *groupv1.VolumeGroupSnapshot:
+		var prev *groupv1.VolumeGroupSnapshot
+		if prev, ok = oldAs[*groupv1.VolumeGroupSnapshot](old); ok {
+			errs, warnings = v.GroupSnapshot(op, o, prev)
+		}
+	case *groupv1.VolumeGroupSnapshotContent:
+		var prev *groupv1.VolumeGroupSnapshotContent
+		if prev, ok = oldAs[*groupv1.VolumeGroupSnapshotContent](old); ok {
+			errs, warnings = v.GroupContent(op, o, prev)
 		}
 	case *corev1.PersistentVolumeClaim:
 		var prev *corev1.PersistentVolumeClaim

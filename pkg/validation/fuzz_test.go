@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +19,10 @@ var fuzzKinds = map[string]func() any{
 	"VolumeSnapshot":        func() any { return &snapv1.VolumeSnapshot{} },
 	"VolumeSnapshotContent": func() any { return &snapv1.VolumeSnapshotContent{} },
 	"PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
+
+	"VolumeGroupSnapshotClass":   func() any { return &groupv1.VolumeGroupSnapshotClass{} },
+	"VolumeGroupSnapshot":        func() any { return &groupv1.VolumeGroupSnapshot{} },
+	"VolumeGroupSnapshotContent": func() any { return &groupv1.VolumeGroupSnapshotContent{} },
 }
 
 // FuzzValidate feeds arbitrary objects (and old objects) of each kind to
@@ -26,6 +31,8 @@ var fuzzKinds = map[string]func() any{
 // testdata/fuzz holds the manifest cases of test/testdata.
 func FuzzValidate(f *testing.F) {
 	f.Add("VolumeSnapshotClass", []byte(`{"metadata":{"name":"fast","annotations":{"snapshot.storage.kubernetes.io/is-default-class":"true"}},"driver":"hostpath.csi.k8s.io","deletionPolicy":"Delete","parameters":{"csi.storage.k8s.io/snapshotter-secret-name":"${volumesnapshot.name}"}}`), []byte(nil))
+	f.Add("VolumeGroupSnapshot", []byte(`{"metadata":{"name":"g","namespace":"ns"},"spec":{"source":{"selector":{"matchLabels":{"app":"db"}}}}}`), []byte(nil))
+	f.Add("VolumeGroupSnapshotContent", []byte(`{"metadata":{"name":"gc"},"spec":{"driver":"hostpath.csi.k8s.io","deletionPolicy":"Delete","source":{"volumeHandles":["v1"]},"volumeGroupSnapshotRef":{"name":"g","namespace":"ns"}}}`), []byte(`{"metadata":{"name":"gc"},"spec":{"source":{"groupSnapshotHandles":{"volumeGroupSnapshotHandle":"x","volumeSnapshotHandles":[""]}}}}`))
 	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"volumeMode":"Block","resources":{"requests":{"storage":"1Gi"}},"dataSource":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"ready"}}}`), []byte(nil))
 	world := &StaticLookup{}
 	if err := world.Add(
@@ -34,6 +41,10 @@ func FuzzValidate(f *testing.F) {
 		NewContent("c1", WithSnapshotHandle("h"), BoundTo("ns", "ready", ""), WithSourceMode(corev1.PersistentVolumeFilesystem)),
 		NewPVC("ns", "data", BoundToPV("pv1")),
 		NewPV("pv1", DefaultDriver),
+		NewPVC("ns", "db", WithLabel("app", "db"), BoundClaim("pv2")),
+		NewPVC("ns", "late", WithLabel("app", "db")),
+		NewPV("pv2", "other.csi.example.com"),
+		NewGroupClass("group-standard", AsGroupDefault()),
 		schema.GroupKind{Group: "cdi.kubevirt.io", Kind: "VolumeImportSource"},
 	); err != nil {
 		f.Fatal(err)

@@ -7,8 +7,10 @@
 package validation
 
 import (
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Lookup reads the objects a rule depends on. Every Get returns (nil, nil)
@@ -29,7 +31,16 @@ type Lookup interface {
 	// driver or deletion policy then no longer describes existing snapshots.
 	ClassInUse(name string) (bool, error)
 	GetPVC(namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	// ListPVCs returns the claims of a namespace whose labels match
+	// selector: the members a VolumeGroupSnapshot selects.
+	ListPVCs(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error)
 	GetPV(name string) (*corev1.PersistentVolume, error)
+	// ListGroupClasses, ListGroupClassesFresh and GetGroupClass are the
+	// class reads above for VolumeGroupSnapshotClasses. Where the group
+	// CRDs are not installed they find nothing: no group object can exist.
+	ListGroupClasses() ([]*groupv1.VolumeGroupSnapshotClass, error)
+	ListGroupClassesFresh() ([]*groupv1.VolumeGroupSnapshotClass, error)
+	GetGroupClass(name string) (*groupv1.VolumeGroupSnapshotClass, error)
 	// PopulatorRegistered reports whether a VolumePopulator object
 	// (populator.storage.k8s.io) registers group/kind as a data source.
 	PopulatorRegistered(group, kind string) (bool, error)

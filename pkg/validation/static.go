@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -13,20 +15,28 @@ import (
 // validating a directory of manifests offline. Its fresh and cached views
 // are the same. The zero value is empty and usable.
 type StaticLookup struct {
-	Classes    []*snapv1.VolumeSnapshotClass
-	Snapshots  []*snapv1.VolumeSnapshot
-	Contents   []*snapv1.VolumeSnapshotContent
-	PVCs       []*corev1.PersistentVolumeClaim
-	PVs        []*corev1.PersistentVolume
-	Populators []schema.GroupKind
+	Classes      []*snapv1.VolumeSnapshotClass
+	Snapshots    []*snapv1.VolumeSnapshot
+	Contents     []*snapv1.VolumeSnapshotContent
+	PVCs         []*corev1.PersistentVolumeClaim
+	PVs          []*corev1.PersistentVolume
+	Populators   []schema.GroupKind
+	GroupClasses []*groupv1.VolumeGroupSnapshotClass
+	// GroupSnapshots and GroupContents are held so a set of manifests loads
+	// whole; no rule looks them up yet.
+	GroupSnapshots []*groupv1.VolumeGroupSnapshot
+	GroupContents  []*groupv1.VolumeGroupSnapshotContent
 	// Err, when set, is returned by every method: to test how rules react
 	// to a failing cache or API server.
 	Err error
-	// FreshErr, when set, is returned by ListClassesFresh only.
+	// FreshErr, when set, is returned by ListClassesFresh and
+	// ListGroupClassesFresh only.
 	FreshErr error
 	// FreshClasses, when not nil, is what ListClassesFresh returns instead
 	// of Classes: the API server knows a class the cache has not seen yet.
 	FreshClasses []*snapv1.VolumeSnapshotClass
+	// FreshGroupClasses is FreshClasses for ListGroupClassesFresh.
+	FreshGroupClasses []*groupv1.VolumeGroupSnapshotClass
 }
 
 var _ Lookup = (*StaticLookup)(nil)
@@ -53,6 +63,14 @@ func (s *StaticLookup) Add(objs ...any) error {
 			s.PVs = replace(s.PVs, o, func(c *corev1.PersistentVolume) bool { return c.Name == o.Name })
 		case schema.GroupKind:
 			s.Populators = append(s.Populators, o)
+		case *groupv1.VolumeGroupSnapshotClass:
+			s.GroupClasses = replace(s.GroupClasses, o, func(c *groupv1.VolumeGroupSnapshotClass) bool { return c.Name == o.Name })
+		case *groupv1.VolumeGroupSnapshot:
+			s.GroupSnapshots = replace(s.GroupSnapshots, o, func(c *groupv1.VolumeGroupSnapshot) bool {
+				return c.Namespace == o.Namespace && c.Name == o.Name
+			})
+		case *groupv1.VolumeGroupSnapshotContent:
+			s.GroupContents = replace(s.GroupContents, o, func(c *groupv1.VolumeGroupSnapshotContent) bool { return c.Name == o.Name })
 		default:
 			return fmt.Errorf("static lookup cannot hold %T", o)
 		}
@@ -125,6 +143,41 @@ func (s *StaticLookup) GetPVC(namespace, name string) (*corev1.PersistentVolumeC
 	return find(s.Err, s.PVCs, func(c *corev1.PersistentVolumeClaim) bool {
 		return c.Namespace == namespace && c.Name == name
 	})
+}
+
+// ListPVCs implements Lookup.
+func (s *StaticLookup) ListPVCs(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	var out []*corev1.PersistentVolumeClaim
+	for _, c := range s.PVCs {
+		if c.Namespace == namespace && selector.Matches(labels.Set(c.Labels)) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// ListGroupClasses implements Lookup.
+func (s *StaticLookup) ListGroupClasses() ([]*groupv1.VolumeGroupSnapshotClass, error) {
+	return slices.Clone(s.GroupClasses), s.Err
+}
+
+// ListGroupClassesFresh implements Lookup.
+func (s *StaticLookup) ListGroupClassesFresh() ([]*groupv1.VolumeGroupSnapshotClass, error) {
+	if s.FreshErr != nil {
+		return nil, s.FreshErr
+	}
+	if s.FreshGroupClasses != nil {
+		return slices.Clone(s.FreshGroupClasses), s.Err
+	}
+	return s.ListGroupClasses()
+}
+
+// GetGroupClass implements Lookup.
+func (s *StaticLookup) GetGroupClass(name string) (*groupv1.VolumeGroupSnapshotClass, error) {
+	return find(s.Err, s.GroupClasses, func(c *groupv1.VolumeGroupSnapshotClass) bool { return c.Name == name })
 }
 
 // GetPV implements Lookup.

@@ -2,13 +2,10 @@ package validation
 
 import (
 	"fmt"
-	"slices"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
 var (
@@ -151,34 +148,9 @@ func (v Validator) snapshotDriverWarnings(s *snapv1.VolumeSnapshot, pvcName stri
 			"%s: VolumeSnapshotClass %q is for driver %q but claim %q is provisioned by %q; the snapshot will fail: use a class of driver %q",
 			self, class.Name, class.Driver, pvcName, driver, driver)}
 	case s.Spec.VolumeSnapshotClassName == nil:
-		return v.defaultClassWarnings(self, driver)
+		return v.defaultClassWarnings(singleClasses, self, driver, "spec.volumeSnapshotClassName")
 	}
 	return nil
-}
-
-func (v Validator) defaultClassWarnings(self, driver string) []string {
-	classes, err := v.Lookup.ListClasses()
-	if err != nil {
-		return []string{fmt.Sprintf("%s: could not list VolumeSnapshotClasses: %v", self, err)}
-	}
-	var defaults []string
-	for _, c := range classes {
-		if c.Driver == driver && snapshot.IsDefaultClass(c.Annotations) {
-			defaults = append(defaults, c.Name)
-		}
-	}
-	slices.Sort(defaults)
-	switch len(defaults) {
-	case 0:
-		return []string{fmt.Sprintf(
-			"%s names no class and driver %q has no default VolumeSnapshotClass; set spec.volumeSnapshotClassName, or mark a class of that driver default",
-			self, driver)}
-	case 1:
-		return nil
-	}
-	return []string{fmt.Sprintf(
-		"%s names no class and driver %q has several default VolumeSnapshotClasses (%s); the snapshot will fail: set spec.volumeSnapshotClassName",
-		self, driver, quoteAll(defaults))}
 }
 
 // claimDriver returns the CSI driver of the volume bound to a claim, and

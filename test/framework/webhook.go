@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	admregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +122,7 @@ func (w *Webhook) waitReady(ctx context.Context) error {
 }
 
 // RegisterWebhook (re)creates the webhook configurations named name, as the
-// chart does: the snapshot kinds in a ValidatingWebhookConfiguration
+// chart does: the snapshot and group snapshot kinds in a ValidatingWebhookConfiguration
 // (CREATE, UPDATE), and claims with a data source in a
 // MutatingWebhookConfiguration (CREATE) that never patches. Claims are judged
 // at the mutating stage because the API server silently drops a dataSource
@@ -137,13 +138,18 @@ func (e *Env) RegisterWebhook(ctx context.Context, name, baseURL string, caBundl
 		return admregv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
 	}
 	var validating []admregv1.ValidatingWebhook
-	for _, res := range []string{"volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents"} {
+	for _, res := range []struct{ group, name string }{
+		{snapv1.GroupName, "volumesnapshotclasses"}, {snapv1.GroupName, "volumesnapshots"},
+		{snapv1.GroupName, "volumesnapshotcontents"},
+		{groupv1.GroupName, "volumegroupsnapshotclasses"}, {groupv1.GroupName, "volumegroupsnapshots"},
+		{groupv1.GroupName, "volumegroupsnapshotcontents"},
+	} {
 		validating = append(validating, admregv1.ValidatingWebhook{
-			Name:         res + ".validation.snapkeeper.io",
-			ClientConfig: clientConfig(res),
+			Name:         res.name + ".validation.snapkeeper.io",
+			ClientConfig: clientConfig(res.name),
 			Rules: []admregv1.RuleWithOperations{{
 				Operations: []admregv1.OperationType{admregv1.Create, admregv1.Update},
-				Rule:       admregv1.Rule{APIGroups: []string{snapv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{res}},
+				Rule:       admregv1.Rule{APIGroups: []string{res.group}, APIVersions: []string{"v1"}, Resources: []string{res.name}},
 			}},
 			SideEffects: &none, FailurePolicy: &fail, MatchPolicy: &equivalent, TimeoutSeconds: &timeout,
 			AdmissionReviewVersions: []string{"v1", "v1beta1"},

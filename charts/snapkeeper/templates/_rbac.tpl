@@ -11,7 +11,8 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
   verbs: ["get", "list", "watch"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshots"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  # create and delete: the member snapshots of a volume group snapshot.
+  verbs: ["get", "list", "watch", "update", "patch", "create", "delete"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshots/status"]
   verbs: ["update", "patch"]
@@ -75,6 +76,9 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
 {{- define "snapkeeper.rbac.webhookRules" -}}
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["groupsnapshot.storage.k8s.io"]
+  resources: ["volumegroupsnapshotclasses"]
   verbs: ["get", "list", "watch"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims", "persistentvolumes"]

@@ -7,6 +7,7 @@ package validationtest
 import (
 	"fmt"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -120,13 +121,17 @@ func WithLabel(key, value string) Opt {
 // AsDefault marks a class as the default of its driver.
 func AsDefault() Opt { return WithAnnotation(snapshot.AnnDefaultClass, "true") }
 
-// WithDriver sets the driver of a class or content.
+// WithDriver sets the driver of a class or content of either kind.
 func WithDriver(d string) Opt {
 	return func(o metav1.Object) {
 		switch o := o.(type) {
 		case *snapv1.VolumeSnapshotClass:
 			o.Driver = d
 		case *snapv1.VolumeSnapshotContent:
+			o.Spec.Driver = d
+		case *groupv1.VolumeGroupSnapshotClass:
+			o.Driver = d
+		case *groupv1.VolumeGroupSnapshotContent:
 			o.Spec.Driver = d
 		default:
 			wrongKind("WithDriver", o)
@@ -142,6 +147,10 @@ func WithPolicy(p snapv1.DeletionPolicy) Opt {
 			o.DeletionPolicy = p
 		case *snapv1.VolumeSnapshotContent:
 			o.Spec.DeletionPolicy = p
+		case *groupv1.VolumeGroupSnapshotClass:
+			o.DeletionPolicy = p
+		case *groupv1.VolumeGroupSnapshotContent:
+			o.Spec.DeletionPolicy = p
 		default:
 			wrongKind("WithPolicy", o)
 		}
@@ -151,14 +160,19 @@ func WithPolicy(p snapv1.DeletionPolicy) Opt {
 // WithParam sets a class parameter.
 func WithParam(key, value string) Opt {
 	return func(o metav1.Object) {
-		c, ok := o.(*snapv1.VolumeSnapshotClass)
-		if !ok {
+		var params *map[string]string
+		switch o := o.(type) {
+		case *snapv1.VolumeSnapshotClass:
+			params = &o.Parameters
+		case *groupv1.VolumeGroupSnapshotClass:
+			params = &o.Parameters
+		default:
 			wrongKind("WithParam", o)
 		}
-		if c.Parameters == nil {
-			c.Parameters = map[string]string{}
+		if *params == nil {
+			*params = map[string]string{}
 		}
-		c.Parameters[key] = value
+		(*params)[key] = value
 	}
 }
 
@@ -170,6 +184,10 @@ func WithClass(name string) Opt {
 			o.Spec.VolumeSnapshotClassName = &name
 		case *snapv1.VolumeSnapshotContent:
 			o.Spec.VolumeSnapshotClassName = &name
+		case *groupv1.VolumeGroupSnapshot:
+			o.Spec.VolumeGroupSnapshotClassName = &name
+		case *groupv1.VolumeGroupSnapshotContent:
+			o.Spec.VolumeGroupSnapshotClassName = &name
 		default:
 			wrongKind("WithClass", o)
 		}
