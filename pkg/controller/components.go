@@ -6,6 +6,7 @@ import (
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/sync"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/binder"
@@ -15,7 +16,7 @@ import (
 func (o *Options) backoff() sync.Backoff { return sync.Backoff{Start: o.RetryStart, Max: o.RetryMax} }
 
 // runBinder runs the cluster-wide binder under the snapshot-controller Lease.
-func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health) error {
+func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health, groups bool) error {
 	kubeInf := informers.NewSharedInformerFactory(cl.kube, o.ResyncPeriod)
 	snapInf := snapinformers.NewSharedInformerFactory(cl.snap, o.ResyncPeriod)
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)
@@ -33,6 +34,7 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 		Recheck:                 o.Recheck,
 		DistributedSnapshotting: o.DistributedSnapshotting,
 		SourceVolumeMode:        o.SourceVolumeMode && o.PreventVolumeModeConversion,
+		Groups:                  groups,
 	})
 	if err != nil {
 		return err
@@ -43,4 +45,19 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 	kubeInf.Start(ctx.Done())
 	snapInf.Start(ctx.Done())
 	return o.withLeaderElection(ctx, cl.kube, BinderLease, h, untilDone(b.Run))
+}
+
+// groupsOn reports whether group snapshots run: the feature gate is on and
+// their CRDs are served. Each "no" is logged once with its reason.
+func (o *Options) groupsOn(ctx context.Context, served bool) bool {
+	logger := klog.FromContext(ctx)
+	switch {
+	case !o.GroupSnapshots():
+		logger.Info("Volume group snapshots are off (--feature-gates=" + FeatureGroupSnapshots + "=true turns them on)")
+		return false
+	case !served:
+		logger.Info("Volume group snapshots are off: the groupsnapshot.storage.k8s.io/v1 CRDs are not served")
+		return false
+	}
+	return true
 }

@@ -11,7 +11,7 @@ import (
 
 // waitForCRDs blocks until snapshot.storage.k8s.io/v1 is served, retrying
 // with a backoff capped at intervalMax, and gives up after timeout. It
-// reports whether groupsnapshot.storage.k8s.io/v1beta2 is served too.
+// reports whether groupsnapshot.storage.k8s.io/v1 is served too.
 func waitForCRDs(ctx context.Context, dc discovery.DiscoveryInterface, intervalMax, timeout time.Duration) (groups bool, err error) {
 	logger := klog.FromContext(ctx)
 	deadline := time.Now().Add(timeout)
@@ -32,7 +32,7 @@ func waitForCRDs(ctx context.Context, dc discovery.DiscoveryInterface, intervalM
 		}
 		delay = min(delay*2, intervalMax)
 	}
-	if _, gerr := dc.ServerResourcesForGroupVersion("groupsnapshot.storage.k8s.io/v1beta2"); gerr != nil {
+	if _, gerr := dc.ServerResourcesForGroupVersion("groupsnapshot.storage.k8s.io/v1"); gerr != nil {
 		logger.Info("Group snapshot CRDs are not served: running without volume group snapshots", "err", gerr)
 		return false, nil
 	}

@@ -17,7 +17,7 @@ import (
 
 // runCSI connects to the driver and runs the CSI side under the driver's
 // Lease (none with --node-deployment: each node handles its own contents).
-func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health) error {
+func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health, groups bool) error {
 	drv, err := csi.Connect(ctx, o.CSIAddress, csi.Options{Timeout: o.Timeout, Registerer: reg})
 	if err != nil {
 		return fmt.Errorf("CSI driver at %s: %w", o.CSIAddress, err)
@@ -36,6 +36,18 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)
 	w := writer.New(cl.kube, cl.snap, componentReg)
 	registerCacheLag(componentReg, w.Lag())
+	var groupCfg *csiside.GroupConfig
+	switch {
+	case groups && drv.Capabilities().GroupSnapshots:
+		groupCfg = &csiside.GroupConfig{
+			ContentInformer: snapInf.Groupsnapshot().V1().VolumeGroupSnapshotContents(),
+			ClassInformer:   classInf.Groupsnapshot().V1().VolumeGroupSnapshotClasses(),
+			NamePrefix:      o.GroupSnapshotNamePrefix,
+			NameUUIDLength:  o.GroupSnapshotNameUUIDLength,
+		}
+	case groups:
+		klog.FromContext(ctx).Info("Volume group snapshots are off: the CSI driver does not offer CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT", "driver", drv.Name())
+	}
 	ctrl := csiside.New(csiside.Config{
 		Driver:                 drv,
 		Kube:                   cl.kube,
@@ -50,6 +62,7 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 		NodeName:               o.NodeName,
 		Backoff:                o.backoff(),
 		ResyncPeriod:           o.ResyncPeriod,
+		Groups:                 groupCfg,
 	})
 	contents := snapInf.Snapshot().V1().VolumeSnapshotContents().Informer()
 	classes := classInf.Snapshot().V1().VolumeSnapshotClasses().Informer()

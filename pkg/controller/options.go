@@ -145,7 +145,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port of /healthz, /readyz, /healthz/leader-election and metrics; empty disables.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "Deprecated alias of --http-endpoint.")
 	fs.StringVar(&o.MetricsPath, "metrics-path", o.MetricsPath, "Path of the Prometheus metrics.")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Accepted for compatibility (key=bool,...); group snapshots follow the presence of their CRDs.")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates, key=bool,...: CSIVolumeGroupSnapshot (default false) turns on volume group snapshots when their CRDs are served; ReleaseLeaderElectionOnExit is accepted.")
 	fs.StringVar(&o.LoggingFormat, "logging-format", o.LoggingFormat, "Log format: text or json.")
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
 	fs.Var(&o.Automaxprocs, "automaxprocs", "Set GOMAXPROCS from the container's CPU quota. Accepted for compatibility: the Go runtime already does so (and follows later limit changes), with or without this flag.")
@@ -253,6 +253,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SnapshotNamePrefix == "" {
 		errs = append(errs, errors.New("--snapshot-name-prefix must not be empty"))
+	}
+	if _, err := parseFeatureGates(o.FeatureGates); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -126,20 +126,24 @@ func Run(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		if _, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout); err != nil {
+		served, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout)
+		if err != nil {
 			return err
 		}
-		go func() { errc <- o.runBinder(ctx, cl, reg, h) }()
+		groups := o.groupsOn(ctx, served)
+		go func() { errc <- o.runBinder(ctx, cl, reg, h, groups) }()
 	}
 	if o.Enabled(ComponentCSI) {
 		cl, err := newClients(base, "csi")
 		if err != nil {
 			return err
 		}
-		if _, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout); err != nil {
+		served, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout)
+		if err != nil {
 			return err
 		}
-		go func() { errc <- o.runCSI(ctx, cl, reg, h) }()
+		groups := o.groupsOn(ctx, served)
+		go func() { errc <- o.runCSI(ctx, cl, reg, h, groups) }()
 	}
 	select {
 	case <-ctx.Done():

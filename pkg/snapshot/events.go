@@ -24,3 +24,25 @@ const (
 	ReasonCheckFailed    = "SnapshotContentCheckandUpdateFailed"
 	ReasonDeleteError    = "SnapshotDeleteError"
 )
+
+// Group snapshot event reasons, as the community controllers send them.
+const (
+	// On VolumeGroupSnapshots, from the binder.
+	ReasonCreatingGroupSnapshot              = "CreatingGroupSnapshot"
+	ReasonGroupSnapshotCreated               = "GroupSnapshotCreated"
+	ReasonGroupSnapshotReady                 = "GroupSnapshotReady"
+	ReasonGroupSnapshotContentCreationFailed = "GroupSnapshotContentCreationFailed"
+	ReasonCreateGroupSnapshotContentFailed   = "CreateGroupSnapshotContentFailed"
+	ReasonGetGroupSnapshotClassFailed        = "GetGroupSnapshotClassFailed"
+	ReasonSetDefaultGroupSnapshotClassFailed = "SetDefaultGroupSnapshotClassFailed"
+	ReasonGroupSnapshotContentMissing        = "GroupSnapshotContentMissing"
+	ReasonGroupSnapshotContentMisbound       = "GroupSnapshotContentMisbound"
+	ReasonGroupSnapshotContentMismatch       = "GroupSnapshotContentMismatch"
+	ReasonGroupSnapshotBindFailed            = "GroupSnapshotBindFailed"
+	ReasonGroupSnapshotValidationError       = "GroupSnapshotValidationError"
+	ReasonGroupSnapshotMemberFailed          = "GroupSnapshotMemberCreationFailed"
+	// On VolumeGroupSnapshotContents, from the CSI side.
+	ReasonGroupCreationFailed = "GroupSnapshotCreationFailed"
+	ReasonGroupCheckFailed    = "GroupSnapshotContentCheckandUpdateFailed"
+	ReasonGroupDeleteError    = "GroupSnapshotDeleteError"
+)

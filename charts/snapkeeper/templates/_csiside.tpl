@@ -53,6 +53,7 @@ The ServiceAccount of the pod needs the rules of
     - --v={{ default 2 .logLevel }}
     - --timeout={{ default "1m" .timeout }}
     - --extra-create-metadata={{ $extraMeta }}
+    - --feature-gates=CSIVolumeGroupSnapshot={{ ne .groupSnapshots false }}
     - --leader-election={{ $leader }}
     {{- if $leader }}
     - --leader-election-namespace=$(POD_NAMESPACE)

@@ -12,6 +12,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,9 @@ type Config struct {
 	DistributedSnapshotting bool
 	// SourceVolumeMode records the PV's volume mode on dynamic contents.
 	SourceVolumeMode bool
+	// Groups turns on volume group snapshots (their CRDs are served and
+	// the feature gate is on).
+	Groups bool
 }
 
 // Controller is the binder.
@@ -58,7 +62,15 @@ type Controller struct {
 
 	snapIndex cache.Indexer
 	pvcIndex  cache.Indexer
-	synced    []cache.InformerSynced
+	pvIndex   cache.Indexer
+
+	// Group snapshots; nil listers when Config.Groups is off.
+	groups            grouplisters.VolumeGroupSnapshotLister
+	groupContents     grouplisters.VolumeGroupSnapshotContentLister
+	groupClasses      grouplisters.VolumeGroupSnapshotClassLister
+	groupContentIndex cache.Indexer
+	groupLoop         *sync.Loop
+	synced            []cache.InformerSynced
 	// lag is the Writer's tracker of our writes the cache does not show
 	// yet: stale copies, contents created but not cached yet, deletes sent.
 	// Every informer event feeds it.
@@ -111,16 +123,24 @@ func New(cfg Config) (*Controller, error) {
 	contentInf := sv1.VolumeSnapshotContents().Informer()
 	classInf := sv1.VolumeSnapshotClasses().Informer()
 	pvInf := core.PersistentVolumes().Informer()
+	if err := pvInf.AddIndexers(pvIndexers); err != nil {
+		return nil, fmt.Errorf("volume indexers: %w", err)
+	}
+	c.pvIndex = pvInf.GetIndexer()
 
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		fn  func(obj any)
-	}{
+	handlers := []informerHandler{
 		{snapInf, c.onSnapshot},
 		{contentInf, c.onContent},
 		{classInf, c.onClass},
 		{pvcInf, c.onPVC},
 		{pvInf, c.onPV},
+	}
+	if cfg.Groups {
+		groupHandlers, err := c.wireGroups()
+		if err != nil {
+			return nil, err
+		}
+		handlers = append(handlers, groupHandlers...)
 	}
 	for _, h := range handlers {
 		fn := h.fn
@@ -162,6 +182,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	logger.Info("Binder started", "workers", c.cfg.Workers)
 	go c.contentLoop.Run(ctx, max(1, c.cfg.Workers/4))
 	go c.pvcLoop.Run(ctx, max(1, c.cfg.Workers/4))
+	if c.groupLoop != nil {
+		go c.groupLoop.Run(ctx, max(1, c.cfg.Workers/4))
+	}
 	c.snapshotLoop.Run(ctx, c.cfg.Workers)
 	return nil
 }
@@ -224,8 +247,10 @@ func (c *Controller) onPVC(obj any) {
 	c.enqueueIndexed(c.snapIndex, indexByPVC, key)
 	for _, src := range restoreSources(pvc) {
 		c.snapshotLoop.Add(src)
+		c.enqueueGroupOfMember(src)
 	}
 	c.pvcLoop.Add(key)
+	c.enqueueWaitingGroups(pvc.Namespace)
 }
 
 func (c *Controller) onPV(obj any) {

@@ -23,7 +23,8 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
 		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
 	}
-	if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) && !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) {
+	if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) && !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) &&
+		!snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotInGroup) {
 		return sync.Result{}, nil
 	}
 	c.cfg.Metrics.start(vs.UID, OpDeleteSnapshot)
@@ -31,6 +32,12 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
 			"Snapshot is being deleted; it and its content stay until claim %s finishes restoring from it", restoring[0])
 		return sync.Result{}, nil // the claim's events bring us back
+	}
+	if g := c.groupOf(vs, c.contentOf(vs)); c.liveGroup(vs.Namespace, g) != nil {
+		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
+			"Snapshot %s/%s is a member of group snapshot %s and cannot be deleted on its own; delete VolumeGroupSnapshot %s/%s to delete all its members",
+			vs.Namespace, vs.Name, g, vs.Namespace, g)
+		return sync.Result{}, nil // the group's events bring us back
 	}
 	content, err := c.ownContent(ctx, vs)
 	if err != nil {
@@ -59,7 +66,7 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 		}
 	}
 	p := &writer.Patch{}
-	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound, snapshot.FinalizerSnapshotAsSource)
+	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound, snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotInGroup)
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			return sync.Result{}, nil
@@ -96,7 +103,7 @@ func (c *Controller) ownContent(ctx context.Context, vs *snapv1.VolumeSnapshot) 
 	staleBind := content != nil && content.Spec.VolumeSnapshotRef.UID == "" &&
 		content.Spec.VolumeSnapshotRef.Name == vs.Name && content.Spec.VolumeSnapshotRef.Namespace == vs.Namespace
 	if staleBind || (content == nil && vs.Spec.Source.PersistentVolumeClaimName != nil) {
-		name := snapshot.ContentNameFor(vs.UID)
+		name := contentNameOf(vs)
 		if content != nil {
 			name = content.Name
 		}

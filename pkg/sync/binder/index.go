@@ -1,6 +1,7 @@
 package binder
 
 import (
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -14,6 +15,11 @@ const (
 	indexByClass   = "class"   // class name, or noClass
 	indexByContent = "content" // content named by a pre-provisioned snapshot
 	indexRestoring = "restore" // on claims: namespace/snapshot they restore from
+	indexByGroup   = "group"   // namespace/group that owns a member snapshot
+	// indexByVolumeHandle: on volumes, driver/handle of a CSI volume.
+	indexByVolumeHandle = "volumeHandle"
+	// indexByGroupHandle: on group contents, the backend group id.
+	indexByGroupHandle = "groupHandle"
 
 	noClass = "\x00default"
 )
@@ -37,6 +43,16 @@ var snapshotIndexers = cache.Indexers{
 			return []string{noClass}, nil
 		}
 		return []string{*vs.Spec.VolumeSnapshotClassName}, nil
+	},
+	indexByGroup: func(obj any) ([]string, error) {
+		vs, ok := obj.(*snapv1.VolumeSnapshot)
+		if !ok {
+			return nil, nil
+		}
+		if g := snapshot.GroupOwner(vs); g != "" {
+			return []string{objKey(vs.Namespace, g)}, nil
+		}
+		return nil, nil
 	},
 	indexByContent: func(obj any) ([]string, error) {
 		vs, ok := obj.(*snapv1.VolumeSnapshot)
@@ -78,4 +94,30 @@ func restoreSources(pvc *corev1.PersistentVolumeClaim) []string {
 		}
 	}
 	return out
+}
+
+var pvIndexers = cache.Indexers{
+	indexByVolumeHandle: func(obj any) ([]string, error) {
+		pv, ok := obj.(*corev1.PersistentVolume)
+		if !ok || pv.Spec.CSI == nil {
+			return nil, nil
+		}
+		return []string{pv.Spec.CSI.Driver + "/" + pv.Spec.CSI.VolumeHandle}, nil
+	},
+}
+
+var groupContentIndexers = cache.Indexers{
+	indexByGroupHandle: func(obj any) ([]string, error) {
+		content, ok := obj.(*groupv1.VolumeGroupSnapshotContent)
+		if !ok {
+			return nil, nil
+		}
+		if st := content.Status; st != nil && st.VolumeGroupSnapshotHandle != nil {
+			return []string{*st.VolumeGroupSnapshotHandle}, nil
+		}
+		if h := content.Spec.Source.GroupSnapshotHandles; h != nil {
+			return []string{h.VolumeGroupSnapshotHandle}, nil
+		}
+		return nil, nil
+	},
 }

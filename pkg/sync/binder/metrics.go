@@ -13,6 +13,10 @@ const (
 	OpCreateSnapshot         = "CreateSnapshot"
 	OpCreateSnapshotAndReady = "CreateSnapshotAndReady"
 	OpDeleteSnapshot         = "DeleteSnapshot"
+	// Group snapshot operations.
+	OpCreateGroupSnapshot         = "CreateGroupSnapshot"
+	OpCreateGroupSnapshotAndReady = "CreateGroupSnapshotAndReady"
+	OpDeleteGroupSnapshot         = "DeleteGroupSnapshot"
 
 	typeDynamic        = "dynamic"
 	typePreProvisioned = "pre-provisioned"

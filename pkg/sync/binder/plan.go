@@ -35,27 +35,9 @@ func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *prob
 		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
 			"PersistentVolumeClaim %s/%s does not exist yet; create it or fix spec.source.persistentVolumeClaimName", vs.Namespace, claim)
 	}
-	if pvc.DeletionTimestamp != nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolumeClaim %s/%s is being deleted; a snapshot cannot be taken from it", vs.Namespace, claim)
-	}
-	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolumeClaim %s/%s is not bound yet; the snapshot is taken once it is", vs.Namespace, claim)
-	}
-	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
-	if err != nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolume %q of claim %s/%s does not exist yet", pvc.Spec.VolumeName, vs.Namespace, claim)
-	}
-	if ref := pv.Spec.ClaimRef; ref == nil || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace || (ref.UID != "" && ref.UID != pvc.UID) {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolume %q is not bound to claim %s/%s (its spec.claimRef names another claim); the snapshot is taken once the volume and the claim are bound to each other",
-			pv.Name, vs.Namespace, claim)
-	}
-	if pv.Spec.CSI == nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolume %q is not a CSI volume; only CSI volumes can be snapshotted", pv.Name)
+	pv, prob := c.claimVolume(pvc)
+	if prob != nil {
+		return nil, prob
 	}
 	class, prob := c.resolveClass(vs, pv.Spec.CSI.Driver)
 	if prob != nil {
@@ -122,27 +104,35 @@ func (c *Controller) resolveClass(vs *snapv1.VolumeSnapshot, driver string) (*sn
 
 // resolveSecret fills in the deletion secret from the class templates.
 func (p *contentPlan) resolveSecret(vs *snapv1.VolumeSnapshot) *problem {
-	nameT, hasName := p.class.Parameters[snapshot.ParamSecretName]
-	nsT, hasNS := p.class.Parameters[snapshot.ParamSecretNamespace]
+	vars := snapshot.TemplateVars{ContentName: snapshot.ContentNameFor(vs.UID), SnapshotNamespace: vs.Namespace, SnapshotName: vs.Name}
+	var prob *problem
+	p.secretName, p.secretNamespace, prob = resolveSecret("VolumeSnapshotClass", p.class.Name, p.class.Parameters,
+		snapshot.ParamSecretName, snapshot.ParamSecretNamespace, vars, snapshot.ReasonGetSnapshotClassFailed)
+	return prob
+}
+
+// resolveSecret resolves the secret a class names through the parameter
+// pair nameKey/namespaceKey: both or neither must be set, and the resolved
+// values must be a valid name and namespace. ("", "", nil) when the class
+// names no secret. Single and group classes share it.
+func resolveSecret(kind, className string, params map[string]string, nameKey, namespaceKey string, vars snapshot.TemplateVars, reason string) (string, string, *problem) {
+	nameT, hasName := params[nameKey]
+	nsT, hasNS := params[namespaceKey]
 	if !hasName && !hasNS {
-		return nil
+		return "", "", nil
 	}
 	if !hasName || !hasNS || nameT == "" || nsT == "" {
-		return problemf(snapshot.ReasonGetSnapshotClassFailed,
-			"VolumeSnapshotClass %q must set both %s and %s, non-empty", p.class.Name, snapshot.ParamSecretName, snapshot.ParamSecretNamespace)
+		return "", "", problemf(reason, "%s %q must set both %s and %s, non-empty", kind, className, nameKey, namespaceKey)
 	}
-	vars := snapshot.TemplateVars{ContentName: snapshot.ContentNameFor(vs.UID), SnapshotNamespace: vs.Namespace, SnapshotName: vs.Name}
-	p.secretName = snapshot.ResolveTemplate(nameT, vars)
-	p.secretNamespace = snapshot.ResolveTemplate(nsT, vars)
-	if errs := validation.IsDNS1123Subdomain(p.secretName); len(errs) > 0 {
-		return problemf(snapshot.ReasonGetSnapshotClassFailed, "secret name %q from VolumeSnapshotClass %q is invalid: %s",
-			p.secretName, p.class.Name, strings.Join(errs, "; "))
+	name := snapshot.ResolveTemplate(nameT, vars)
+	ns := snapshot.ResolveTemplate(nsT, vars)
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", "", problemf(reason, "secret name %q from %s %q is invalid: %s", name, kind, className, strings.Join(errs, "; "))
 	}
-	if errs := validation.IsDNS1123Label(p.secretNamespace); len(errs) > 0 {
-		return problemf(snapshot.ReasonGetSnapshotClassFailed, "secret namespace %q from VolumeSnapshotClass %q is invalid: %s",
-			p.secretNamespace, p.class.Name, strings.Join(errs, "; "))
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return "", "", problemf(reason, "secret namespace %q from %s %q is invalid: %s", ns, kind, className, strings.Join(errs, "; "))
 	}
-	return nil
+	return name, ns, nil
 }
 
 // newContent builds the dynamic content, born with its finalizer. It is not

@@ -64,15 +64,7 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (sync.Result,
 // contentOf returns the content a snapshot is (or will be) bound to, from
 // the cache, or nil.
 func (c *Controller) contentOf(vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnapshotContent {
-	name := ""
-	switch {
-	case vs.Spec.Source.VolumeSnapshotContentName != nil:
-		name = *vs.Spec.Source.VolumeSnapshotContentName
-	case vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil:
-		name = *vs.Status.BoundVolumeSnapshotContentName
-	default:
-		name = snapshot.ContentNameFor(vs.UID)
-	}
+	name := contentNameOf(vs)
 	if content, err := c.contents.Get(name); err == nil {
 		return content
 	}
@@ -83,10 +75,30 @@ func (c *Controller) contentOf(vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnapshot
 	return nil
 }
 
+// contentNameOf names the content a snapshot is (or will be) bound to.
+func contentNameOf(vs *snapv1.VolumeSnapshot) string {
+	switch {
+	case vs.Spec.Source.VolumeSnapshotContentName != nil:
+		return *vs.Spec.Source.VolumeSnapshotContentName
+	case vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil:
+		return *vs.Status.BoundVolumeSnapshotContentName
+	case isMember(vs) && snapshot.MemberContentNameOf(vs.Name) != "":
+		return snapshot.MemberContentNameOf(vs.Name)
+	default:
+		return snapshot.ContentNameFor(vs.UID)
+	}
+}
+
 // dynamic handles a snapshot of a PVC that is not being deleted.
 func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
 	if content := c.contentOf(vs); content != nil {
 		return c.bound(ctx, vs, content)
+	}
+	if isMember(vs) {
+		// A member of a group is never cut on its own: the group makes
+		// its content right after it, and that content's event brings the
+		// snapshot back.
+		return sync.Result{RequeueAfter: c.recheck()}, nil
 	}
 	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
 		return c.fail(ctx, vs, problemf(snapshot.ReasonSnapshotContentMissing,
@@ -208,15 +220,21 @@ func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, conte
 			"VolumeSnapshotContent %q belongs to another VolumeSnapshot (uid %q); delete this VolumeSnapshot and create a new one",
 			content.Name, content.Spec.VolumeSnapshotRef.UID))
 	}
+	group := c.groupOf(vs, content)
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(vs, snapshotFinalizers(content.Spec.DeletionPolicy)...)
 	if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentRetain {
 		p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
 	}
+	if g := c.liveGroup(vs.Namespace, group); g != nil && snapshot.GroupOwner(vs) == "" {
+		// A pre-provisioned member is adopted by its group.
+		p.Meta.AddOwnerReference(vs, snapshot.GroupOwnerReference(g))
+		p.Meta.AddFinalizers(vs, snapshot.FinalizerSnapshotInGroup)
+	}
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
 		return sync.Result{}, err
 	}
-	if err := c.mirrorStatus(ctx, vs, content); err != nil {
+	if err := c.mirrorStatus(ctx, vs, content, group); err != nil {
 		return sync.Result{}, err
 	}
 	if !contentReady(content) {

@@ -17,7 +17,7 @@ import (
 // the snapshot is bound, its status names the content (backup tools look
 // for boundVolumeSnapshotContentName) and says readyToUse=false until the
 // CSI side reports; an error no longer on the content is cleared.
-func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) *snapv1.VolumeSnapshotStatus {
+func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent, group string) *snapv1.VolumeSnapshotStatus {
 	name := content.Name
 	notReady := false
 	st := &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &name, ReadyToUse: &notReady}
@@ -38,9 +38,8 @@ func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotCont
 			st.Error = cs.Error.DeepCopy()
 		}
 	}
-	if vs.Status != nil {
-		// Fields that belong to the group snapshot machinery pass through.
-		st.VolumeGroupSnapshotName = vs.Status.VolumeGroupSnapshotName
+	if group != "" {
+		st.VolumeGroupSnapshotName = &group
 	}
 	return st
 }
@@ -49,8 +48,8 @@ func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotCont
 // with an event on the transitions a user cares about. The CreateSnapshot
 // operation ends when the snapshot is cut (it gets its creationTime), the
 // CreateSnapshotAndReady operation when it is ready.
-func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) error {
-	want := desiredStatus(vs, content)
+func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent, group string) error {
+	want := desiredStatus(vs, content, group)
 	if statusEqual(vs.Status, want) {
 		return nil
 	}
@@ -90,6 +89,7 @@ func statusPatch(st *snapv1.VolumeSnapshotStatus) map[string]any {
 		"readyToUse":                     st.ReadyToUse,
 		"restoreSize":                    st.RestoreSize,
 		"error":                          st.Error,
+		"volumeGroupSnapshotName":        st.VolumeGroupSnapshotName,
 	}
 	return m
 }

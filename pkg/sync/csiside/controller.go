@@ -93,6 +93,9 @@ type Config struct {
 	// ResyncPeriod, when positive, re-queues every handled content from the
 	// cache at that interval (--resync-period). Zero: events only.
 	ResyncPeriod time.Duration
+	// Groups, when set and the driver offers the group controller service,
+	// turns on the group content loop.
+	Groups *GroupConfig
 }
 
 // Controller is the CSI side's content loop.
@@ -107,6 +110,8 @@ type Controller struct {
 
 	polls   *delays // not-ready readiness polls
 	retries *delays // failed CSI calls outside deletion
+	// groups is the group content loop; nil without group snapshots.
+	groups *groups
 }
 
 // New builds the loop. It requests the content and class informers from
@@ -134,6 +139,7 @@ func New(cfg Config) *Controller {
 	c.polls = newDelays(pollStart, cfg.Backoff.Max, c.clock)
 	c.retries = newDelays(cfg.Backoff.Start, cfg.Backoff.Max, c.clock)
 	c.loop = sync.NewLoop("csi-snapshotter-content", cfg.Backoff, c.sync)
+	c.groups = c.newGroups(cfg.Groups)
 	return c
 }
 
@@ -155,6 +161,20 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("registering the content event handler: %w", err)
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	if c.groups != nil {
+		ginf := c.groups.cfg.ContentInformer.Informer()
+		greg, err := ginf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onGroupContent,
+			UpdateFunc: func(_, obj any) { c.onGroupContent(obj) },
+			DeleteFunc: c.onGroupContentDeleted,
+		})
+		if err != nil {
+			return fmt.Errorf("registering the group content event handler: %w", err)
+		}
+		defer func() { _ = ginf.RemoveEventHandler(greg) }()
+		go c.groups.loop.Run(ctx, max(1, workers/4))
+		logger.Info("Group snapshots on")
+	}
 
 	logger.V(1).Info("Waiting for informer caches", "nodeName", c.cfg.NodeName)
 	if !cache.WaitForCacheSync(ctx.Done(), slices.Concat(c.synced, []cache.InformerSynced{reg.HasSynced})...) {
@@ -209,13 +229,11 @@ func (c *Controller) resync(ctx context.Context) {
 }
 
 // handles reports whether this CSI side is responsible for content: its
-// driver, not a member of a group (the group's CSI call creates and deletes
-// those), and with --node-deployment labelled for this node.
+// driver, and with --node-deployment labelled for this node. Members of a
+// group are handled only when they are deleted: the group's CSI calls cut
+// and delete their backend snapshots.
 func (c *Controller) handles(content *snapv1.VolumeSnapshotContent) bool {
 	if content.Spec.Driver != c.driver {
-		return false
-	}
-	if _, member := content.Annotations[snapshot.AnnVolumeGroupSnapshotHandle]; member {
 		return false
 	}
 	return c.cfg.NodeName == "" || content.Labels[snapshot.LabelManagedBy] == c.cfg.NodeName
@@ -254,6 +272,8 @@ func (c *Controller) dispatch(ctx context.Context, content *snapv1.VolumeSnapsho
 	switch {
 	case snapshot.IsBeingDeleted(content):
 		return c.syncDeleting(ctx, content)
+	case isGroupMember(content):
+		return sync.Result{}, nil // the binder writes a member's status
 	case isDynamic(content) && statusHandle(content) == "":
 		return c.syncCreating(ctx, content)
 	}

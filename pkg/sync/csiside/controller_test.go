@@ -275,7 +275,7 @@ func TestHandles(t *testing.T) {
 	}{
 		"a content of our driver":                        {content: newContent("c1"), want: true},
 		"a content of another driver":                    {content: newContent("c1", ofDriver("x")), want: false},
-		"a group member":                                 {content: newContent("c1", annotated(snapshot.AnnVolumeGroupSnapshotHandle, "")), want: false},
+		"a group member (released on deletion)":          {content: newContent("c1", annotated(snapshot.AnnVolumeGroupSnapshotHandle, "")), want: true},
 		"a content of this node in a node deployment":    {node: "n1", content: newContent("c1", labelled(snapshot.LabelManagedBy, "n1")), want: true},
 		"a content of another node in a node deployment": {node: "n1", content: newContent("c1", labelled(snapshot.LabelManagedBy, "n2")), want: false},
 		"an unlabelled content in a node deployment":     {node: "n1", content: newContent("c1"), want: false},

@@ -39,6 +39,12 @@ func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSna
 			"volumeSnapshot", content.Spec.VolumeSnapshotRef.Namespace+"/"+content.Spec.VolumeSnapshotRef.Name)
 		return sync.Result{}, nil
 	}
+	if isGroupMember(content) {
+		// DeleteVolumeGroupSnapshot deletes a member's backend snapshot;
+		// DeleteSnapshot never does.
+		logger.V(2).Info("Releasing a member of a group; its backend snapshot goes with the group", "handle", knownHandle(content))
+		return sync.Result{}, c.release(ctx, content, false)
+	}
 	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete {
 		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", knownHandle(content), "because", why)
 		return sync.Result{}, c.release(ctx, content, false)

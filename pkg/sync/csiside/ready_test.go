@@ -105,12 +105,18 @@ func TestOnlyOwnContents(t *testing.T) {
 			wantMark:       true,
 			wantFinalizers: bound,
 		},
-		"a member content of a group is ignored": {
+		"a member content of a group is left to the binder": {
 			setup: setup{contents: contents(newContent("c1", annotated(snapshot.AnnVolumeGroupSnapshotHandle, "group-1"),
-				withStatus(cut("snap-id", false)), markedDeleted()))},
+				withStatus(cut("snap-id", false))))},
 			wantMark:       true,
 			wantFinalizers: bound,
 			wantStatus:     ptr(cut("snap-id", false)),
+		},
+		"a deleted member content of a group is released without DeleteSnapshot": {
+			setup: setup{contents: contents(newContent("c1", annotated(snapshot.AnnVolumeGroupSnapshotHandle, "group-1"),
+				withStatus(cut("snap-id", false)), markedDeleted()))},
+			wantWrites: []string{"patch"},
+			wantGone:   true,
 		},
 		"with --node-deployment a content labelled for another node is ignored": {
 			setup: setup{contents: contents(newContent("c1", labelled(snapshot.LabelManagedBy, "node-b"))),

@@ -41,6 +41,12 @@ func knownHandle(content *snapv1.VolumeSnapshotContent) string {
 	return ""
 }
 
+// isGroupMember reports whether content is a member of a group snapshot.
+func isGroupMember(content *snapv1.VolumeSnapshotContent) bool {
+	_, member := content.Annotations[snapshot.AnnVolumeGroupSnapshotHandle]
+	return member
+}
+
 func isReady(content *snapv1.VolumeSnapshotContent) bool {
 	st := content.Status
 	return statusHandle(content) != "" && st.ReadyToUse != nil && *st.ReadyToUse

@@ -1,0 +1,95 @@
+package binder
+
+import (
+	"context"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// groupDeleting tears a group down, as deleting does a snapshot. While a
+// claim restores from a member, nothing is touched. Then the content gets
+// the being-deleted mark; a Delete content is deleted (the CSI side calls
+// DeleteVolumeGroupSnapshot, which removes every member's backend snapshot)
+// and the group waits until it is gone; the members are deleted; a Retain
+// content is left and the group released at once. Members are released once
+// the group is gone (deleting).
+func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (sync.Result, error) {
+	if !snapshot.HasFinalizer(g, snapshot.FinalizerGroupSnapshotBound) {
+		return sync.Result{}, nil
+	}
+	c.cfg.Metrics.start(g.UID, OpDeleteGroupSnapshot)
+	members := c.groupMembers(g)
+	for _, vs := range members {
+		if restoring := c.restoringClaims(vs); len(restoring) > 0 {
+			c.cfg.Recorder.Eventf(g, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
+				"Group snapshot is being deleted; it and its members stay until claim %s finishes restoring from member %s", restoring[0], vs.Name)
+			return sync.Result{}, nil // the claim's events bring us back
+		}
+	}
+	content := c.groupContentOf(g)
+	if content != nil && content.Spec.VolumeGroupSnapshotRef.UID != g.UID {
+		content = nil // not ours: never touch it
+	}
+	if content != nil && c.cfg.Writer.Stale(content) {
+		return sync.Result{}, nil
+	}
+	if content != nil {
+		mark := &writer.Patch{}
+		mark.Meta.SetAnnotation(content, snapshot.AnnGroupBeingDeleted, snapshot.ValueYes)
+		if _, err := c.cfg.Writer.PatchGroupContent(ctx, content, mark); err != nil {
+			return sync.Result{}, err
+		}
+	}
+	deleteContent := content != nil && content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
+	if deleteContent && content.DeletionTimestamp == nil && !c.lag.DeleteSent(content.UID) {
+		if err := c.cfg.Writer.DeleteGroupContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
+			return sync.Result{}, err
+		}
+	}
+	for _, vs := range members {
+		if vs.DeletionTimestamp != nil || c.lag.DeleteSent(vs.UID) {
+			continue
+		}
+		if err := c.cfg.Writer.DeleteSnapshot(ctx, vs); err != nil && !apierrors.IsNotFound(err) {
+			return sync.Result{}, err
+		}
+	}
+	if deleteContent {
+		return sync.Result{}, nil // the content's delete event brings us back
+	}
+	p := &writer.Patch{}
+	p.Meta.RemoveFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
+	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil && !apierrors.IsNotFound(err) {
+		return sync.Result{}, err
+	}
+	driver := ""
+	if content != nil {
+		driver = content.Spec.Driver
+	}
+	c.cfg.Metrics.finish(g.UID, OpCreateGroupSnapshot, driver, groupType(g), "cancel", g.CreationTimestamp.Time)
+	c.cfg.Metrics.finish(g.UID, OpCreateGroupSnapshotAndReady, driver, groupType(g), "cancel", g.CreationTimestamp.Time)
+	c.cfg.Metrics.finish(g.UID, OpDeleteGroupSnapshot, driver, groupType(g), "success", g.DeletionTimestamp.Time)
+	return sync.Result{}, nil
+}
+
+// groupMembers are the snapshots a group owns.
+func (c *Controller) groupMembers(g *groupv1.VolumeGroupSnapshot) []*snapv1.VolumeSnapshot {
+	objs, err := c.snapIndex.ByIndex(indexByGroup, objKey(g.Namespace, g.Name))
+	if err != nil {
+		return nil
+	}
+	out := make([]*snapv1.VolumeSnapshot, 0, len(objs))
+	for _, o := range objs {
+		if vs, ok := o.(*snapv1.VolumeSnapshot); ok {
+			out = append(out, vs)
+		}
+	}
+	return out
+}

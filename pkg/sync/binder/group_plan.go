@@ -1,0 +1,174 @@
+package binder
+
+import (
+	"sort"
+	"strings"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+)
+
+// groupPlan is everything a dynamic group's content is made from.
+type groupPlan struct {
+	// handles are the volume handles of the chosen claims' volumes, in
+	// claim-name order.
+	handles []string
+	class   *groupv1.VolumeGroupSnapshotClass
+	// secret is the resolved group secret, if the class names one.
+	secretName, secretNamespace string
+}
+
+// planGroup resolves a dynamic group's claims, volumes, class and secret; a
+// problem says what the user must fix or what we wait for.
+func (c *Controller) planGroup(g *groupv1.VolumeGroupSnapshot) (*groupPlan, *problem) {
+	sel, err := metav1.LabelSelectorAsSelector(g.Spec.Source.Selector)
+	if err != nil {
+		return nil, problemf(snapshot.ReasonGroupSnapshotValidationError,
+			"spec.source.selector is not a valid label selector: %v; delete the VolumeGroupSnapshot and create it with a valid selector", err)
+	}
+	claims, err := c.pvcs.PersistentVolumeClaims(g.Namespace).List(sel)
+	if err != nil {
+		return nil, problemf(snapshot.ReasonGroupSnapshotContentCreationFailed, "cannot list PersistentVolumeClaims: %v", err)
+	}
+	if len(claims) == 0 {
+		return nil, problemf(snapshot.ReasonGroupSnapshotContentCreationFailed,
+			"spec.source.selector %q matches no PersistentVolumeClaim in namespace %s yet; label the claims to snapshot, or fix the selector", sel.String(), g.Namespace)
+	}
+	sort.Slice(claims, func(i, j int) bool { return claims[i].Name < claims[j].Name })
+	plan := &groupPlan{}
+	driver := ""
+	for _, pvc := range claims {
+		pv, prob := c.claimVolume(pvc)
+		if prob != nil {
+			prob.Reason = snapshot.ReasonGroupSnapshotContentCreationFailed
+			return nil, prob
+		}
+		if driver != "" && pv.Spec.CSI.Driver != driver {
+			return nil, problemf(snapshot.ReasonGroupSnapshotContentCreationFailed,
+				"the claims chosen by spec.source.selector belong to different CSI drivers (%q and %q, claim %s/%s); a group snapshot is cut by one driver: narrow the selector to claims of one driver",
+				driver, pv.Spec.CSI.Driver, pvc.Namespace, pvc.Name)
+		}
+		driver = pv.Spec.CSI.Driver
+		plan.handles = append(plan.handles, pv.Spec.CSI.VolumeHandle)
+	}
+	class, prob := c.resolveGroupClass(g, driver)
+	if prob != nil {
+		return nil, prob
+	}
+	if class.Driver != driver {
+		return nil, problemf(snapshot.ReasonGetGroupSnapshotClassFailed,
+			"VolumeGroupSnapshotClass %q is for driver %q but the chosen claims' volumes belong to %q; use a group class of driver %q",
+			class.Name, class.Driver, driver, driver)
+	}
+	plan.class = class
+	vars := snapshot.TemplateVars{ContentName: snapshot.GroupContentNameFor(g.UID), SnapshotNamespace: g.Namespace, SnapshotName: g.Name}
+	plan.secretName, plan.secretNamespace, prob = resolveSecret("VolumeGroupSnapshotClass", class.Name, class.Parameters,
+		snapshot.ParamGroupSecretName, snapshot.ParamGroupSecretNamespace, vars, snapshot.ReasonGetGroupSnapshotClassFailed)
+	if prob != nil {
+		return nil, prob
+	}
+	return plan, nil
+}
+
+// resolveGroupClass returns the named group class, or the single default
+// group class of the driver.
+func (c *Controller) resolveGroupClass(g *groupv1.VolumeGroupSnapshot, driver string) (*groupv1.VolumeGroupSnapshotClass, *problem) {
+	if n := g.Spec.VolumeGroupSnapshotClassName; n != nil {
+		class, err := c.groupClasses.Get(*n)
+		if err != nil {
+			return nil, problemf(snapshot.ReasonGetGroupSnapshotClassFailed,
+				"VolumeGroupSnapshotClass %q does not exist yet; create it or fix spec.volumeGroupSnapshotClassName", *n)
+		}
+		return class, nil
+	}
+	all, err := c.groupClasses.List(labels.Everything())
+	if err != nil {
+		return nil, problemf(snapshot.ReasonGetGroupSnapshotClassFailed, "cannot list VolumeGroupSnapshotClasses: %v", err)
+	}
+	var names []string
+	var found *groupv1.VolumeGroupSnapshotClass
+	for _, cl := range all {
+		if cl.Driver == driver && snapshot.IsDefaultGroupClass(cl.Annotations) {
+			names, found = append(names, cl.Name), cl
+		}
+	}
+	switch len(names) {
+	case 1:
+		return found, nil
+	case 0:
+		return nil, problemf(snapshot.ReasonSetDefaultGroupSnapshotClassFailed,
+			"no default VolumeGroupSnapshotClass for driver %q; set spec.volumeGroupSnapshotClassName, or annotate one group class of that driver with %s: \"true\"",
+			driver, snapshot.AnnGroupDefaultClass)
+	default:
+		sort.Strings(names)
+		return nil, problemf(snapshot.ReasonSetDefaultGroupSnapshotClassFailed,
+			"%d VolumeGroupSnapshotClasses are the default for driver %q (%s); keep annotation %s on only one of them, or set spec.volumeGroupSnapshotClassName",
+			len(names), driver, strings.Join(names, ", "), snapshot.AnnGroupDefaultClass)
+	}
+}
+
+// newGroupContent builds the dynamic group content, born with its
+// finalizer; the CSI side marks it being-created right before its call.
+func newGroupContent(g *groupv1.VolumeGroupSnapshot, plan *groupPlan) *groupv1.VolumeGroupSnapshotContent {
+	className := plan.class.Name
+	content := &groupv1.VolumeGroupSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       snapshot.GroupContentNameFor(g.UID),
+			Finalizers: []string{snapshot.FinalizerGroupContentBound},
+		},
+		Spec: groupv1.VolumeGroupSnapshotContentSpec{
+			VolumeGroupSnapshotRef: corev1.ObjectReference{
+				Kind:            snapshot.KindGroupSnapshot,
+				APIVersion:      groupv1.SchemeGroupVersion.String(),
+				Namespace:       g.Namespace,
+				Name:            g.Name,
+				UID:             g.UID,
+				ResourceVersion: g.ResourceVersion,
+			},
+			DeletionPolicy:               plan.class.DeletionPolicy,
+			Driver:                       plan.class.Driver,
+			VolumeGroupSnapshotClassName: &className,
+			Source:                       groupv1.VolumeGroupSnapshotContentSource{VolumeHandles: plan.handles},
+		},
+	}
+	if plan.secretName != "" {
+		content.Annotations = map[string]string{
+			snapshot.AnnGroupDeletionSecretName:      plan.secretName,
+			snapshot.AnnGroupDeletionSecretNamespace: plan.secretNamespace,
+		}
+	}
+	return content
+}
+
+// claimVolume returns the CSI volume bound to a claim, or the problem that
+// keeps it from being snapshotted.
+func (c *Controller) claimVolume(pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, *problem) {
+	key := pvc.Namespace + "/" + pvc.Name
+	if pvc.DeletionTimestamp != nil {
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
+			"PersistentVolumeClaim %s is being deleted; a snapshot cannot be taken from it", key)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
+			"PersistentVolumeClaim %s is not bound yet; the snapshot is taken once it is", key)
+	}
+	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
+	if err != nil {
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
+			"PersistentVolume %q of claim %s does not exist yet", pvc.Spec.VolumeName, key)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace || (ref.UID != "" && ref.UID != pvc.UID) {
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
+			"PersistentVolume %q is not bound to claim %s (its spec.claimRef names another claim); the snapshot is taken once the volume and the claim are bound to each other",
+			pv.Name, key)
+	}
+	if pv.Spec.CSI == nil {
+		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
+			"PersistentVolume %q is not a CSI volume; only CSI volumes can be snapshotted", pv.Name)
+	}
+	return pv, nil
+}

@@ -1,0 +1,141 @@
+package binder
+
+import (
+	"fmt"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync"
+)
+
+// informerHandler routes one informer's events to a key router.
+type informerHandler struct {
+	inf cache.SharedIndexInformer
+	fn  func(obj any)
+}
+
+// wireGroups requests the group informers and makes the group loop.
+func (c *Controller) wireGroups() ([]informerHandler, error) {
+	gv1 := c.cfg.SnapInformers.Groupsnapshot().V1()
+	c.groups = gv1.VolumeGroupSnapshots().Lister()
+	c.groupContents = gv1.VolumeGroupSnapshotContents().Lister()
+	c.groupClasses = gv1.VolumeGroupSnapshotClasses().Lister()
+	contentInf := gv1.VolumeGroupSnapshotContents().Informer()
+	if err := contentInf.AddIndexers(groupContentIndexers); err != nil {
+		return nil, fmt.Errorf("group content indexers: %w", err)
+	}
+	c.groupContentIndex = contentInf.GetIndexer()
+	c.groupLoop = sync.NewLoop("snapshot-controller-group", c.cfg.Backoff, c.syncGroup)
+	return []informerHandler{
+		{gv1.VolumeGroupSnapshots().Informer(), c.onGroup},
+		{contentInf, c.onGroupContent},
+		{gv1.VolumeGroupSnapshotClasses().Informer(), c.onGroupClass},
+	}, nil
+}
+
+func (c *Controller) onGroup(obj any) {
+	g, ok := obj.(*groupv1.VolumeGroupSnapshot)
+	if !ok {
+		return
+	}
+	key := objKey(g.Namespace, g.Name)
+	c.groupLoop.Add(key)
+	// Members wait for their group to go before they are released.
+	c.enqueueIndexed(c.snapIndex, indexByGroup, key)
+}
+
+func (c *Controller) onGroupContent(obj any) {
+	content, ok := obj.(*groupv1.VolumeGroupSnapshotContent)
+	if !ok {
+		return
+	}
+	if ref := content.Spec.VolumeGroupSnapshotRef; ref.Name != "" {
+		c.groupLoop.Add(objKey(ref.Namespace, ref.Name))
+	}
+}
+
+func (c *Controller) onGroupClass(obj any) {
+	if _, ok := obj.(*groupv1.VolumeGroupSnapshotClass); ok {
+		c.enqueueWaitingGroups("")
+	}
+}
+
+// enqueueWaitingGroups queues the unbound groups of a namespace ("" for
+// all): a claim or class change may let them go on.
+func (c *Controller) enqueueWaitingGroups(namespace string) {
+	if c.groupLoop == nil {
+		return
+	}
+	all, err := c.groups.VolumeGroupSnapshots(namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, g := range all {
+		if g.Status == nil || g.Status.BoundVolumeGroupSnapshotContentName == nil {
+			c.groupLoop.Add(objKey(g.Namespace, g.Name))
+		}
+	}
+}
+
+// groupOf names the group a snapshot belongs to: the owner of a member, or,
+// for a pre-provisioned member whose content carries a backend group id,
+// the group bound to the group content with that id. "" when none.
+func (c *Controller) groupOf(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) string {
+	if g := snapshot.GroupOwner(vs); g != "" {
+		return g
+	}
+	if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
+		return *vs.Status.VolumeGroupSnapshotName
+	}
+	if c.groupContentIndex == nil || content == nil || content.Status == nil || content.Status.VolumeGroupSnapshotHandle == nil {
+		return ""
+	}
+	objs, err := c.groupContentIndex.ByIndex(indexByGroupHandle, *content.Status.VolumeGroupSnapshotHandle)
+	if err != nil {
+		return ""
+	}
+	for _, o := range objs {
+		if gc, ok := o.(*groupv1.VolumeGroupSnapshotContent); ok && gc.Spec.VolumeGroupSnapshotRef.Namespace == vs.Namespace {
+			return gc.Spec.VolumeGroupSnapshotRef.Name
+		}
+	}
+	return ""
+}
+
+// liveGroup returns the group named name in vs's namespace, or nil.
+func (c *Controller) liveGroup(namespace, name string) *groupv1.VolumeGroupSnapshot {
+	if c.groups == nil || name == "" {
+		return nil
+	}
+	g, err := c.groups.VolumeGroupSnapshots(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return g
+}
+
+// isMember reports whether vs is a member of a dynamic group (made by
+// ensureMembers): it is never given a content of its own.
+func isMember(vs *snapv1.VolumeSnapshot) bool { return snapshot.GroupOwner(vs) != "" }
+
+// enqueueGroupOfMember queues the group that owns the snapshot with key
+// namespace/name, if any: a group being deleted waits for claims that
+// restore from its members.
+func (c *Controller) enqueueGroupOfMember(key string) {
+	if c.groupLoop == nil {
+		return
+	}
+	obj, ok, err := c.snapIndex.GetByKey(key)
+	if err != nil || !ok {
+		return
+	}
+	if vs, isVS := obj.(*snapv1.VolumeSnapshot); isVS {
+		if g := snapshot.GroupOwner(vs); g != "" {
+			c.groupLoop.Add(objKey(vs.Namespace, g))
+		}
+	}
+}
