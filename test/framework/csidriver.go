@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
@@ -29,6 +30,7 @@ type CSIDriverOptions struct {
 type (
 	FaultRule       = csitest.Rule
 	BackendSnapshot = csitest.BackendSnapshot
+	BackendGroup    = csitest.BackendGroup
 	CallLog         = csitest.CallLog
 	CallLogEntry    = csitest.CallLogEntry
 )
@@ -140,6 +142,20 @@ func (d *CSIDriver) Calls(ctx context.Context) (map[string]map[string]int64, err
 	return r.Calls, d.getJSON(ctx, "/calls", &r)
 }
 
+// CountCalls sums the calls of every result code to the gRPC method whose
+// full name ends with method (e.g. "DeleteSnapshot").
+func CountCalls(calls map[string]map[string]int64, method string) int64 {
+	var n int64
+	for m, byCode := range calls {
+		if strings.HasSuffix(m, method) {
+			for _, v := range byCode {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
 // CallLog returns the calls the driver received after sequence number since
 // (0: every call it still keeps), each with its snapshot, secret keys and
 // parameters. Pass the answer's Last as the next since.
@@ -181,6 +197,17 @@ func (d *CSIDriver) Snapshots(ctx context.Context) ([]BackendSnapshot, error) {
 		}
 	}
 	return out, nil
+}
+
+// Groups returns the group snapshots the driver holds.
+func (d *CSIDriver) Groups(ctx context.Context) ([]BackendGroup, error) {
+	var r struct {
+		Groups []BackendGroup `json:"groups"`
+	}
+	if err := d.getJSON(ctx, "/groups", &r); err != nil {
+		return nil, err
+	}
+	return r.Groups, nil
 }
 
 func (d *CSIDriver) getJSON(ctx context.Context, path string, into any) error {

@@ -56,7 +56,7 @@ func TestCopiedContentKeepsItsBackendSnapshot(t *testing.T) {
 	if !snapshot.HasFinalizer(got, snapshot.FinalizerContentBound) {
 		t.Fatal("copied content lost its finalizer")
 	}
-	if n, err := s.drv.Calls(ctx); err != nil || countCalls(n, "DeleteSnapshot") != 0 {
+	if n, err := s.drv.Calls(ctx); err != nil || framework.CountCalls(n, "DeleteSnapshot") != 0 {
 		t.Fatalf("DeleteSnapshot called for a copied content (%v)", err)
 	}
 	if b, err := s.drv.Snapshots(ctx); err != nil || len(b) != 1 {
@@ -137,20 +137,8 @@ func TestSnapshotShowsItsContentBeforeTheCSISideReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countCalls(calls, "CreateSnapshot"); n != 0 {
+	if n := framework.CountCalls(calls, "CreateSnapshot"); n != 0 {
 		t.Errorf("CreateSnapshot called %d times for a snapshot deleted before any cut", n)
 	}
 	s.backendMatchesContents(t)
-}
-
-func countCalls(calls map[string]map[string]int64, method string) int64 {
-	var n int64
-	for m, byCode := range calls {
-		if len(m) >= len(method) && m[len(m)-len(method):] == method {
-			for _, v := range byCode {
-				n += v
-			}
-		}
-	}
-	return n
 }

@@ -1,0 +1,104 @@
+package groups
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// TestGroupRetainThenPreProvisioned: with Retain, deleting a group keeps
+// the backend group and its contents; the kept backend group is then
+// imported as a pre-provisioned VolumeGroupSnapshotContent (Delete), becomes
+// ready through GetVolumeGroupSnapshot, and deleting it removes the backend
+// group with DeleteVolumeGroupSnapshot.
+func TestGroupRetainThenPreProvisioned(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, worldOpts{sizes: dbSizes, policy: snapv1.VolumeSnapshotContentRetain})
+	dbClaims(t, w)
+	g := w.group(t, "db", dbSelector)
+	g = w.waitGroupReady(t, "db", 60*time.Second)
+	contentName := *g.Status.BoundVolumeGroupSnapshotContentName
+	members := w.members(t, "db")
+
+	w.deleteGroup(t, "db")
+	w.waitGroupGone(t, "db")
+	for _, m := range members {
+		w.env.WaitSnapshotGone(t, w.ns, m.Name, 30*time.Second)
+	}
+	groupContents := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents()
+	if _, err := groupContents.Get(ctx, contentName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("Retain: group content %s gone: %v", contentName, err)
+	}
+	backend := w.backendGroups(t)
+	if len(backend) != 1 || len(backend[0].SnapshotIDs) != 3 {
+		t.Fatalf("Retain: backend groups %s, want the group kept", framework.JSON(backend))
+	}
+	if b, _ := w.drv.Snapshots(ctx); len(b) != 3 {
+		t.Fatalf("Retain: backend snapshots %s, want the three members kept", framework.JSON(b))
+	}
+
+	// Retained objects go without touching the backend.
+	if err := groupContents.Delete(ctx, contentName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, "retained group content gone", func() (bool, error) {
+		_, err := groupContents.Get(ctx, contentName, metav1.GetOptions{})
+		return err != nil, err
+	})
+	for _, m := range members {
+		name := *m.Status.BoundVolumeSnapshotContentName
+		if err := w.env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w.env.WaitContentGone(t, name, 30*time.Second)
+	}
+	if b := w.backendGroups(t); len(b) != 1 {
+		t.Fatalf("deleting retained objects touched the backend: %s", framework.JSON(b))
+	}
+
+	// Import the backend group.
+	imported := &groupv1.VolumeGroupSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: "imported-" + w.ns},
+		Spec: groupv1.VolumeGroupSnapshotContentSpec{
+			VolumeGroupSnapshotRef: corev1.ObjectReference{Name: "imported", Namespace: w.ns},
+			DeletionPolicy:         snapv1.VolumeSnapshotContentDelete,
+			Driver:                 w.drv.Name,
+			Source: groupv1.VolumeGroupSnapshotContentSource{GroupSnapshotHandles: &groupv1.GroupSnapshotHandles{
+				VolumeGroupSnapshotHandle: backend[0].ID,
+				VolumeSnapshotHandles:     backend[0].SnapshotIDs,
+			}},
+		},
+	}
+	if _, err := groupContents.Create(ctx, imported, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	source := imported.Name
+	vgs := &groupv1.VolumeGroupSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "imported", Namespace: w.ns},
+		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{VolumeGroupSnapshotContentName: &source}},
+	}
+	if _, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.ns).Create(ctx, vgs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := w.waitGroupReady(t, "imported", 60*time.Second)
+	if n := got.Status.BoundVolumeGroupSnapshotContentName; n == nil || *n != source {
+		t.Fatalf("imported group bound to %v, want %s", n, source)
+	}
+	w.deleteGroup(t, "imported")
+	w.waitGroupGone(t, "imported")
+	framework.Eventually(t, 30*time.Second, "imported group content gone", func() (bool, error) {
+		_, err := groupContents.Get(ctx, source, metav1.GetOptions{})
+		return err != nil, err
+	})
+	w.noLeak(t)
+	if b := w.backendGroups(t); len(b) != 0 {
+		t.Fatalf("backend groups left: %s", framework.JSON(b))
+	}
+}

@@ -1,0 +1,128 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// TestGroupWebhook: the webhook, registered over TLS, refuses group
+// manifests that could never work, each with the field, the rule and the
+// fix, and accepts a group that can.
+func TestGroupWebhook(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, worldOpts{})
+	w.env.StartWebhook(t)
+	groups := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.ns)
+	create := func(name string, sel *metav1.LabelSelector, class *string) error {
+		_, err := groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+			Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: class,
+				Source: groupv1.VolumeGroupSnapshotSource{Selector: sel}},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	denied := func(what string, err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: accepted", what)
+		}
+		for _, s := range want {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: denial %q does not say %q", what, err, s)
+			}
+		}
+	}
+	app := func(v string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": v}}
+	}
+
+	w.pvc(t, "a", map[string]string{"app": "ok", "mixed": "yes"})
+	w.pvc(t, "b", map[string]string{"app": "ok"})
+	if err := create("ok", app("ok"), nil); err != nil {
+		t.Fatalf("a group of two bound claims of one driver refused: %v", err)
+	}
+
+	// Claims of two drivers.
+	other := fmt.Sprintf("other-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
+	w.env.CreateBoundPVC(t, w.ns, "elsewhere", framework.PVCOptions{Driver: other})
+	w.label(t, "elsewhere", map[string]string{"mixed": "yes"})
+	denied("two drivers", create("mixed", &metav1.LabelSelector{MatchLabels: map[string]string{"mixed": "yes"}}, nil),
+		"spec.source.selector", other, w.drv.Name, "one driver")
+
+	// An unbound claim.
+	storageClass := ""
+	pending := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: w.ns, Labels: map[string]string{"app": "unbound"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &storageClass,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	denied("unbound claim", create("unbound", app("unbound"), nil), "spec.source.selector", `"pending"`, "not bound")
+
+	// A class of another driver than the claims'.
+	otherClass := "other-" + w.ns
+	if _, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
+		ObjectMeta: metav1.ObjectMeta{Name: otherClass}, Driver: other, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	denied("class of another driver", create("wrong-class", app("ok"), &otherClass),
+		"spec.volumeGroupSnapshotClassName", other, w.drv.Name)
+
+	// A second default group class for the driver.
+	_, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "second-default-" + w.ns,
+			Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
+		Driver: w.drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+	}, metav1.CreateOptions{})
+	denied("second default group class", err, snapshot.AnnGroupDefaultClass, w.class)
+
+	// The source of a group is fixed.
+	real, err := groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: w.ns},
+		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{Selector: app("ok")}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitGroupReady(t, "fixed", time.Minute)
+	real = w.getGroup(t, "fixed")
+	real.Spec.Source.Selector = app("other")
+	_, err = groups.Update(ctx, real, metav1.UpdateOptions{})
+	denied("changed source", err, "spec.source") // the CRD or the webhook
+	w.deleteGroup(t, "fixed")
+	w.waitGroupGone(t, "fixed")
+	w.noLeak(t)
+}
+
+func (w *world) label(t *testing.T, claim string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	claims := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns)
+	c, err := claims.Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Labels = labels
+	if _, err := claims.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
