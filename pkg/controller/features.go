@@ -9,26 +9,56 @@ import (
 // Feature gates of the community components (--feature-gates), with their
 // community defaults.
 const (
-	// FeatureGroupSnapshots turns on volume group snapshots.
+	// FeatureGroupSnapshots turns on volume group snapshots (beta).
 	FeatureGroupSnapshots = "CSIVolumeGroupSnapshot"
 	// FeatureReleaseLeaseOnExit is accepted; our leader election always
 	// releases its Lease on a clean exit.
 	FeatureReleaseLeaseOnExit = "ReleaseLeaderElectionOnExit"
+	// featureAllBeta (and featureAllAlpha) switch every beta (alpha) gate
+	// that is not set by name, as in every Kubernetes component.
+	featureAllBeta  = "AllBeta"
+	featureAllAlpha = "AllAlpha"
 )
 
-var featureDefaults = map[string]bool{
-	FeatureGroupSnapshots:     false,
-	FeatureReleaseLeaseOnExit: false,
+// inheritedGates are the gates the community binaries know through the
+// Kubernetes libraries they link (k8s.io/apiserver and component-base: the
+// v8.6.0 release links v0.36, our test peers v0.37; this is both sets, as
+// their --help lists them). They change nothing here; they are accepted so
+// that a deployment that sets one does not stop us, where the community
+// binary would run.
+var inheritedGates = []string{
+	"APIResponseCompression", "APIServerIdentity", "APIServerTracing",
+	"APIServerWebhookAuthenticationToken", "APIServingWithRoutine",
+	"AggregatedDiscoveryRemoveBetaType", "AllowParsingUserUIDFromCertAuth",
+	"AllowUnsafeMalformedObjectDeletion", "AnonymousAuthConfigurableEndpoints",
+	"AuthorizeWithSelectors", "BtreeWatchCache", "CBORServingAndStorage", "ComponentFlagz",
+	"ComponentStatusz", "ConcurrentWatchObjectDecode", "ConsistentListFromCache",
+	"ConsistentListFromCacheSkipTimeoutFallback", "ConstrainedImpersonation",
+	"CoordinatedLeaderElection", "DeclarativeValidation", "DeclarativeValidationBeta",
+	"DeclarativeValidationTakeover", "DetectCacheInconsistency", "EtcdRangeStream",
+	"ExcludeAdmissionWebhookVirtualResources", "KMSv1", "ListFromCacheSnapshot",
+	"ManifestBasedAdmissionControlConfig", "MutatingAdmissionPolicy", "NativeHistograms",
+	"OpenAPIEnums", "RemoteRequestHeaderUID", "ResilientWatchCacheInitialization",
+	"RetryGenerateName", "SeparateCacheWatchRPC", "ShardedListAndWatch", "SizeBasedListCostEstimate",
+	"StorageVersionAPI", "StorageVersionHash", "StreamingCollectionEncodingToJSON",
+	"StreamingCollectionEncodingToProtobuf", "StructuredAuthenticationConfiguration",
+	"StructuredAuthenticationConfigurationEgressSelector",
+	"StructuredAuthenticationConfigurationJWKSMetrics", "TokenRequestServiceAccountUIDValidation",
+	"UnauthenticatedHTTP2DOSMitigation", "UnknownVersionInteroperabilityProxy",
+	"WatchCacheInitializationPostStartHook", "WatchList", "WatchListCompression",
+	"WebhookRoundTripLoadBalancing",
 }
 
-// parseFeatureGates reads "key=bool,key=bool" over the defaults. As the
-// community components do, an unknown gate or a value that is not a bool
-// is an error.
+// parseFeatureGates reads "key=bool,key=bool". As in the community
+// components an unknown gate or a value that is not a bool is an error, and
+// AllBeta=true turns on the beta gates not set by name.
 func parseFeatureGates(s string) (map[string]bool, error) {
-	out := make(map[string]bool, len(featureDefaults))
-	for k, v := range featureDefaults {
-		out[k] = v
+	known := map[string]bool{FeatureGroupSnapshots: true, FeatureReleaseLeaseOnExit: true,
+		featureAllBeta: true, featureAllAlpha: true}
+	for _, g := range inheritedGates {
+		known[g] = true
 	}
+	set := map[string]bool{}
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -39,14 +69,18 @@ func parseFeatureGates(s string) (map[string]bool, error) {
 		if !ok {
 			return nil, fmt.Errorf("--feature-gates: %q is not key=bool", kv)
 		}
-		if _, known := featureDefaults[k]; !known {
-			return nil, fmt.Errorf("--feature-gates: unrecognized feature gate %q (known: %s, %s)", k, FeatureGroupSnapshots, FeatureReleaseLeaseOnExit)
+		if !known[k] {
+			return nil, fmt.Errorf("--feature-gates: unrecognized feature gate %q (this binary acts on %s; see --help of the community binaries for the others it accepts)", k, FeatureGroupSnapshots)
 		}
 		b, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
 			return nil, fmt.Errorf("--feature-gates: invalid value of %s: %q is not a bool", k, v)
 		}
-		out[k] = b
+		set[k] = b
+	}
+	out := map[string]bool{FeatureGroupSnapshots: set[featureAllBeta], FeatureReleaseLeaseOnExit: set[featureAllAlpha]}
+	for k, v := range set {
+		out[k] = v
 	}
 	return out, nil
 }

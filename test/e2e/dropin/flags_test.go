@@ -209,3 +209,42 @@ func TestCommunityFlagListsAreParsed(t *testing.T) {
 		}
 	}
 }
+
+// gateLine is one gate in the usage of --feature-gates.
+var gateLine = regexp.MustCompile(`^\s+([A-Za-z0-9]+)=true\|false \([A-Z]+ - default=(true|false)\)`)
+
+// Every feature gate a community binary accepts is accepted by ours: a
+// deployment that sets any of them must not make the swapped image
+// crash-loop. All of them at once, each at its community default.
+func TestEveryCommunityFeatureGateIsAccepted(t *testing.T) {
+	env := framework.Shared(t)
+	gates := map[string]string{}
+	for _, peer := range []string{"snapshot-controller", "csi-snapshotter"} {
+		bin, err := framework.Tool(peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := exec.Command(bin, "-h").CombinedOutput()
+		n := 0
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := gateLine.FindStringSubmatch(line); m != nil {
+				gates[m[1]] = m[2]
+				n++
+			}
+		}
+		if n < 3 {
+			t.Fatalf("%s -h lists only %d feature gates; output:\n%s", peer, n, out)
+		}
+	}
+	var list []string
+	for g, def := range gates {
+		list = append(list, g+"="+def)
+	}
+	sort.Strings(list)
+	c, err := env.StartComponent(env.TempDir(t, "gates"), "controller", "./cmd/controller",
+		"--components=binder", "--feature-gates="+strings.Join(list, ","))
+	if err != nil {
+		t.Fatalf("our controller refused the community's feature gates %v: %v", list, err)
+	}
+	c.Proc.Stop(5 * time.Second)
+}

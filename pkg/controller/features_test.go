@@ -1,0 +1,31 @@
+package controller
+
+import "testing"
+
+func TestParseFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		groups bool
+		err    bool
+	}{
+		{in: "", groups: false},
+		{in: "CSIVolumeGroupSnapshot=true", groups: true},
+		{in: " CSIVolumeGroupSnapshot = True ,ReleaseLeaderElectionOnExit=false", groups: true},
+		{in: "AllBeta=true", groups: true},
+		{in: "AllBeta=true,CSIVolumeGroupSnapshot=false", groups: false},
+		{in: "AllAlpha=true", groups: false},
+		{in: "WatchListCompression=true,ConsistentListFromCache=false", groups: false},
+		{in: "Foo=true", err: true},
+		{in: "CSIVolumeGroupSnapshot=maybe", err: true},
+		{in: "CSIVolumeGroupSnapshot", err: true},
+	} {
+		gates, err := parseFeatureGates(tc.in)
+		if (err != nil) != tc.err {
+			t.Errorf("%q: error %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		if err == nil && gates[FeatureGroupSnapshots] != tc.groups {
+			t.Errorf("%q: groups %v, want %v", tc.in, gates[FeatureGroupSnapshots], tc.groups)
+		}
+	}
+}
