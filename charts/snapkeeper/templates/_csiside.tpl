@@ -24,6 +24,8 @@ Parameters (a dict; only image is required):
                   external-snapshotter-leader-<driver name>
   timeout         CSI call timeout (default "1m")
   extraCreateMetadata  bool (default true)
+  groupSnapshots  bool (default true): --feature-gates=CSIVolumeGroupSnapshot
+                  (volume group snapshots, when the driver supports them)
   logLevel        klog -v (default 2)
   extraArgs       list of extra arguments (for example
                   --snapshot-name-prefix=..., --node-deployment=true)

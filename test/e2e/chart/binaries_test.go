@@ -325,7 +325,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 				return false, nil
 			}
 		}
-		return len(bundles) == 4, nil
+		return len(bundles) == 7, nil // six validating entries, one mutating
 	})
 	bad := &snapv1.VolumeSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad-" + apps}, Driver: framework.MockDriverName,

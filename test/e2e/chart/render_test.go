@@ -176,10 +176,13 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 	// Claims are judged at the mutating stage: the API server drops a data
 	// source of the wrong group before validating admission would see it.
 	wants := map[string]want{
-		"volumesnapshots":        {validating, "snapshot.storage.k8s.io", "Namespaced", "Fail", cu},
-		"volumesnapshotcontents": {validating, "snapshot.storage.k8s.io", "Cluster", "Fail", cu},
-		"volumesnapshotclasses":  {validating, "snapshot.storage.k8s.io", "Cluster", "Fail", cu},
-		"persistentvolumeclaims": {mutating, "", "Namespaced", "Ignore", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
+		"volumesnapshots":             {validating, "snapshot.storage.k8s.io", "Namespaced", "Fail", cu},
+		"volumesnapshotcontents":      {validating, "snapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"volumesnapshotclasses":       {validating, "snapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"volumegroupsnapshots":        {validating, "groupsnapshot.storage.k8s.io", "Namespaced", "Fail", cu},
+		"volumegroupsnapshotcontents": {validating, "groupsnapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"volumegroupsnapshotclasses":  {validating, "groupsnapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"persistentvolumeclaims":      {mutating, "", "Namespaced", "Ignore", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
 	}
 	for _, kv := range []string{kubeOld, kubeNew} {
 		t.Run(kv, func(t *testing.T) {
@@ -247,8 +250,8 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
 			"--set", "webhook.admission.timeoutSeconds=10",
 			"--set", "webhook.admission.matchConditions=false")), "snapkeeper-webhook")
-		if len(entries) != 3 {
-			t.Fatalf("%d entries, want 3", len(entries))
+		if len(entries) != 6 {
+			t.Fatalf("%d entries, want 6", len(entries))
 		}
 		for _, wh := range entries {
 			if *wh.FailurePolicy != admissionregistrationv1.Fail || *wh.TimeoutSeconds != 10 || len(wh.MatchConditions) != 0 {
@@ -265,7 +268,10 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 		claimsOnly := parseManifest(t, h.template(t, kubeNew,
 			"--set", "webhook.admission.rules.volumesnapshots.enabled=false",
 			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
-			"--set", "webhook.admission.rules.volumesnapshotclasses.enabled=false")).kinds()
+			"--set", "webhook.admission.rules.volumesnapshotclasses.enabled=false",
+			"--set", "webhook.admission.rules.volumegroupsnapshots.enabled=false",
+			"--set", "webhook.admission.rules.volumegroupsnapshotcontents.enabled=false",
+			"--set", "webhook.admission.rules.volumegroupsnapshotclasses.enabled=false")).kinds()
 		if claimsOnly["MutatingWebhookConfiguration"] != 1 || claimsOnly["ValidatingWebhookConfiguration"] != 0 {
 			t.Errorf("snapshot kinds disabled: %v", claimsOnly)
 		}
