@@ -9,6 +9,14 @@
 // VolumeSnapshotContent and PersistentVolumeClaim is judged as a CREATE
 // against all the other objects given, as if they were applied together.
 // It exits 1 when any object is denied, 2 on bad usage or unreadable input.
+//
+//	snapctl crd-check --crds DIR [--kubeconfig PATH]
+//
+// compares the snapshot CRDs of a live cluster with the CRD manifests in
+// DIR (the chart's files/crds) before an upgrade: a version still in a live
+// CRD's status.storedVersions that the new CRD lacks makes the API server
+// refuse the upgrade. It prints each finding with its fix and exits 1 when
+// one would block the upgrade.
 package main
 
 import (
@@ -20,11 +28,21 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+const usage = `usage: snapctl validate [--strict-populators] [--allow-cross-namespace-data-source] PATH...
+       snapctl crd-check --crds DIR [--kubeconfig PATH]`
+
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "validate" {
-		fmt.Fprintln(stderr, "usage: snapctl validate [--strict-populators] [--allow-cross-namespace-data-source] PATH...")
-		return 2
+	switch {
+	case len(args) > 0 && args[0] == "validate":
+		return runValidate(args, stdout, stderr)
+	case len(args) > 0 && args[0] == "crd-check":
+		return runCRDCheck(args[1:], stdout, stderr)
 	}
+	fmt.Fprintln(stderr, usage)
+	return 2
+}
+
+func runValidate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options

@@ -218,3 +218,27 @@ func (w *world) restart(t *testing.T) {
 	_ = w.ctrl.Proc.Wait(context.Background())
 	w.ctrl = w.env.StartController(t, w.args...)
 }
+
+// groupDeletesNamedTheirMembers checks that every DeleteVolumeGroupSnapshot
+// the driver received named exactly n snapshot ids (the field is required by
+// the CSI spec), and that there was at least one.
+func (w *world) groupDeletesNamedTheirMembers(t *testing.T, n int) {
+	t.Helper()
+	log, err := w.drv.CallLog(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range log.Entries {
+		if e.Method != "DeleteVolumeGroupSnapshot" {
+			continue
+		}
+		seen++
+		if len(e.SnapshotIDs) != n {
+			t.Errorf("DeleteVolumeGroupSnapshot %s named snapshot ids %v, want the %d members", e.GroupSnapshotID, e.SnapshotIDs, n)
+		}
+	}
+	if seen == 0 {
+		t.Error("no DeleteVolumeGroupSnapshot reached the driver")
+	}
+}

@@ -140,6 +140,7 @@ func TestGroupLifecycle(t *testing.T) {
 	if b := w.backendGroups(t); len(b) != 0 {
 		t.Fatalf("backend groups left: %s", framework.JSON(b))
 	}
+	w.groupDeletesNamedTheirMembers(t, 3)
 	calls, err := w.drv.Calls(ctx)
 	if err != nil {
 		t.Fatal(err)
