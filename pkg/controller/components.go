@@ -8,12 +8,14 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/binder"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-func (o *Options) backoff() sync.Backoff { return sync.Backoff{Start: o.RetryStart, Max: o.RetryMax} }
+func (o *Options) backoff() workloop.Backoff {
+	return workloop.Backoff{Start: o.RetryStart, Max: o.RetryMax}
+}
 
 // runBinder runs the cluster-wide binder under the snapshot-controller Lease.
 func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health, groups bool) error {

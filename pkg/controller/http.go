@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +16,7 @@ import (
 
 // health collects readiness checks and leader-election watchdogs.
 type health struct {
-	mu       gosync.Mutex
+	mu       sync.Mutex
 	ready    []func() bool
 	watchdog []*leaderelection.HealthzAdaptor
 }

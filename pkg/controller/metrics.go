@@ -3,7 +3,7 @@ package controller
 import (
 	"context"
 	"net/url"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +14,7 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 )
 
-var registerOnce gosync.Once
+var registerOnce sync.Once
 
 // registerClientMetrics exposes client-go's request and workqueue metrics.
 // client-go accepts one registration per process.

@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -15,21 +15,21 @@ import (
 // or not. Backup tools (Velero) create such a content and delete it seconds
 // later to remove the backend snapshot; without the finalizer the object
 // could vanish before the CSI side calls DeleteSnapshot.
-func (c *Controller) syncContent(ctx context.Context, name string) (sync.Result, error) {
+func (c *Controller) syncContent(ctx context.Context, name string) (workloop.Result, error) {
 	content, err := c.contents.Get(name)
 	if apierrors.IsNotFound(err) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if !NeedsContentFinalizer(content) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(content, snapshot.FinalizerContentBound)
 	_, err = c.cfg.Writer.PatchContent(ctx, content, p)
-	return sync.Result{}, err
+	return workloop.Result{}, err
 }
 
 // NeedsContentFinalizer reports whether a content that lacks the bound

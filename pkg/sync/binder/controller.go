@@ -23,7 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -36,7 +36,7 @@ type Config struct {
 	Recorder      record.EventRecorder
 	Metrics       *Metrics
 	Workers       int
-	Backoff       sync.Backoff
+	Backoff       workloop.Backoff
 	// Recheck is the slow, jittered safety re-check of snapshots that wait
 	// for something; events do the real work.
 	Recheck time.Duration
@@ -69,15 +69,15 @@ type Controller struct {
 	groupContents     grouplisters.VolumeGroupSnapshotContentLister
 	groupClasses      grouplisters.VolumeGroupSnapshotClassLister
 	groupContentIndex cache.Indexer
-	groupLoop         *sync.Loop
+	groupLoop         *workloop.Loop
 	synced            []cache.InformerSynced
 	// lag is the Writer's tracker of our writes the cache does not show
 	// yet: stale copies, contents created but not cached yet, deletes sent.
 	// Every informer event feeds it.
 	lag          *cachelag.Tracker
-	snapshotLoop *sync.Loop
-	contentLoop  *sync.Loop
-	pvcLoop      *sync.Loop
+	snapshotLoop *workloop.Loop
+	contentLoop  *workloop.Loop
+	pvcLoop      *workloop.Loop
 }
 
 // New wires the binder to its informers. Call before the factories start.
@@ -107,9 +107,9 @@ func New(cfg Config) (*Controller, error) {
 		c.nodes = nodeInf.Lister()
 		c.synced = append(c.synced, nodeInf.Informer().HasSynced)
 	}
-	c.snapshotLoop = sync.NewLoop("snapshot-controller-snapshot", cfg.Backoff, c.syncSnapshot)
-	c.contentLoop = sync.NewLoop("snapshot-controller-content", cfg.Backoff, c.syncContent)
-	c.pvcLoop = sync.NewLoop("snapshot-controller-pvc", cfg.Backoff, c.syncPVC)
+	c.snapshotLoop = workloop.NewLoop("snapshot-controller-snapshot", cfg.Backoff, c.syncSnapshot)
+	c.contentLoop = workloop.NewLoop("snapshot-controller-content", cfg.Backoff, c.syncContent)
+	c.pvcLoop = workloop.NewLoop("snapshot-controller-pvc", cfg.Backoff, c.syncPVC)
 
 	snapInf := sv1.VolumeSnapshots().Informer()
 	if err := snapInf.AddIndexers(snapshotIndexers); err != nil {

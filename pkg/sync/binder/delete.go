@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -19,59 +19,59 @@ import (
 // Then its content gets the being-deleted mark whatever its policy; a Delete
 // content is deleted and the snapshot waits until it is gone; a Retain
 // content is left and the snapshot released at once.
-func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
+func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (workloop.Result, error) {
 	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
 		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
 	}
 	if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) && !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) &&
 		!snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotInGroup) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	c.cfg.Metrics.start(vs.UID, OpDeleteSnapshot)
 	if restoring := c.restoringClaims(vs); len(restoring) > 0 {
 		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
 			"Snapshot is being deleted; it and its content stay until claim %s finishes restoring from it", restoring[0])
-		return sync.Result{}, nil // the claim's events bring us back
+		return workloop.Result{}, nil // the claim's events bring us back
 	}
 	if g := c.groupOf(vs, c.contentOf(vs)); c.liveGroup(vs.Namespace, g) != nil {
 		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
 			"Snapshot %s/%s is a member of group snapshot %s and cannot be deleted on its own; delete VolumeGroupSnapshot %s/%s to delete all its members",
 			vs.Namespace, vs.Name, g, vs.Namespace, g)
-		return sync.Result{}, nil // the group's events bring us back
+		return workloop.Result{}, nil // the group's events bring us back
 	}
 	content, err := c.ownContent(ctx, vs)
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if content != nil && c.cfg.Writer.Stale(content) {
-		return sync.Result{}, nil // our mark is on its way back as an event
+		return workloop.Result{}, nil // our mark is on its way back as an event
 	}
 	if content != nil {
 		mark := &writer.Patch{}
 		mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
 		if _, err := c.cfg.Writer.PatchContent(ctx, content, mark); err != nil {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
 			// The cache may show it undeleted a moment after our delete:
 			// the writer remembers the delete until it does.
 			if content.DeletionTimestamp == nil && !c.lag.DeleteSent(content.UID) {
 				if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
-					return sync.Result{}, err
+					return workloop.Result{}, err
 				}
 			}
 			// The content's delete event brings us back once the CSI side
 			// removed the backend snapshot and its finalizer.
-			return sync.Result{}, nil
+			return workloop.Result{}, nil
 		}
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound, snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotInGroup)
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
 		if apierrors.IsNotFound(err) {
-			return sync.Result{}, nil
+			return workloop.Result{}, nil
 		}
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	driver := ""
 	if content != nil {
@@ -80,7 +80,7 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (s
 	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(vs.UID, OpDeleteSnapshot, driver, snapType(vs), "success", vs.DeletionTimestamp.Time)
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 func snapType(vs *snapv1.VolumeSnapshot) string {

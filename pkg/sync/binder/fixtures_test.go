@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -181,7 +181,7 @@ func newHarnessWith(t *testing.T, configure func(*Config), objs ...runtime.Objec
 	snapInf := snapinformers.NewSharedInformerFactory(h.snap, 0)
 	cfg := Config{
 		Snap: h.snap, Writer: writer.New(h.kube, h.snap, nil), KubeInformers: kubeInf, SnapInformers: snapInf,
-		Recorder: h.recorder, Workers: 1, Backoff: sync.Backoff{Start: time.Millisecond, Max: time.Second},
+		Recorder: h.recorder, Workers: 1, Backoff: workloop.Backoff{Start: time.Millisecond, Max: time.Second},
 		SourceVolumeMode: true,
 	}
 	if configure != nil {
@@ -221,7 +221,7 @@ func (h *harness) writes() []string {
 	return out
 }
 
-func (h *harness) syncSnapshot(name string) (sync.Result, error) {
+func (h *harness) syncSnapshot(name string) (workloop.Result, error) {
 	return h.c.syncSnapshot(context.Background(), testNS+"/"+name)
 }
 

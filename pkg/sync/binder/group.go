@@ -11,7 +11,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -20,20 +20,20 @@ import (
 // are ordinary VolumeSnapshots and contents: once created here they follow
 // the single-snapshot state functions (bound, deleting), which know only
 // that a member is never cut or deleted on its own.
-func (c *Controller) syncGroup(ctx context.Context, key string) (sync.Result, error) {
+func (c *Controller) syncGroup(ctx context.Context, key string) (workloop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	g, err := c.groups.VolumeGroupSnapshots(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if c.cfg.Writer.Stale(g) {
-		return sync.Result{}, nil // our write's event brings it back
+		return workloop.Result{}, nil // our write's event brings it back
 	}
 	src := g.Spec.Source
 	switch {
@@ -69,7 +69,7 @@ func (c *Controller) groupContentOf(g *groupv1.VolumeGroupSnapshot) *groupv1.Vol
 }
 
 // groupDynamic cuts a group of the claims its selector chooses.
-func (c *Controller) groupDynamic(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (sync.Result, error) {
+func (c *Controller) groupDynamic(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (workloop.Result, error) {
 	if content := c.groupContentOf(g); content != nil {
 		if content.Spec.Source.GroupSnapshotHandles != nil {
 			return c.groupFail(ctx, g, problemf(snapshot.ReasonGroupSnapshotContentMismatch,
@@ -97,23 +97,23 @@ func (c *Controller) groupDynamic(ctx context.Context, g *groupv1.VolumeGroupSna
 		p.Fields = map[string]any{"spec": map[string]any{"volumeGroupSnapshotClassName": plan.class.Name}}
 	}
 	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	content := newGroupContent(g, plan)
 	if _, err := c.cfg.Writer.CreateGroupContent(ctx, content); err != nil && !apierrors.IsAlreadyExists(err) {
 		if serr := c.setGroupError(ctx, g, problemf(snapshot.ReasonCreateGroupSnapshotContentFailed,
 			"cannot create VolumeGroupSnapshotContent %q: %v", content.Name, err)); serr != nil {
-			return sync.Result{}, serr
+			return workloop.Result{}, serr
 		}
-		return sync.Result{}, fmt.Errorf("creating VolumeGroupSnapshotContent %s: %w", content.Name, err)
+		return workloop.Result{}, fmt.Errorf("creating VolumeGroupSnapshotContent %s: %w", content.Name, err)
 	}
 	c.cfg.Recorder.Eventf(g, corev1.EventTypeNormal, snapshot.ReasonCreatingGroupSnapshot,
 		"Waiting for group snapshot %s/%s to be created by the CSI driver.", g.Namespace, g.Name)
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 // groupPreProvisioned binds a group to the content it names.
-func (c *Controller) groupPreProvisioned(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (sync.Result, error) {
+func (c *Controller) groupPreProvisioned(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (workloop.Result, error) {
 	content, prob := c.preProvisionedGroupContent(g)
 	if prob != nil {
 		return c.groupFail(ctx, g, prob)
@@ -122,7 +122,7 @@ func (c *Controller) groupPreProvisioned(ctx context.Context, g *groupv1.VolumeG
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
 	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if content.Spec.VolumeGroupSnapshotRef.UID == "" {
 		// Bind once, guarded by the content's resourceVersion.
@@ -135,7 +135,7 @@ func (c *Controller) groupPreProvisioned(ctx context.Context, g *groupv1.VolumeG
 		cp.Fields = map[string]any{"spec": spec}
 		cp.Precondition = content.ResourceVersion
 		_, err := c.cfg.Writer.PatchGroupContent(ctx, content, cp)
-		return sync.Result{}, err // the content's event brings us back
+		return workloop.Result{}, err // the content's event brings us back
 	}
 	return c.groupBound(ctx, g, content)
 }
@@ -169,7 +169,7 @@ func (c *Controller) preProvisionedGroupContent(g *groupv1.VolumeGroupSnapshot) 
 
 // groupBound keeps a bound group's finalizer, members and status in line
 // with its content.
-func (c *Controller) groupBound(ctx context.Context, g *groupv1.VolumeGroupSnapshot, content *groupv1.VolumeGroupSnapshotContent) (sync.Result, error) {
+func (c *Controller) groupBound(ctx context.Context, g *groupv1.VolumeGroupSnapshot, content *groupv1.VolumeGroupSnapshotContent) (workloop.Result, error) {
 	if content.Spec.VolumeGroupSnapshotRef.UID != g.UID {
 		return c.groupFail(ctx, g, problemf(snapshot.ReasonGroupSnapshotContentMisbound,
 			"VolumeGroupSnapshotContent %q belongs to another VolumeGroupSnapshot (uid %q); delete this VolumeGroupSnapshot and create a new one",
@@ -178,23 +178,23 @@ func (c *Controller) groupBound(ctx context.Context, g *groupv1.VolumeGroupSnaps
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
 	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	complete, err := c.ensureMembers(ctx, g, content)
 	if err != nil {
 		if serr := c.setGroupError(ctx, g, problemf(snapshot.ReasonGroupSnapshotMemberFailed,
 			"cannot create the member snapshots of the group: %v", err)); serr != nil {
-			return sync.Result{}, serr
+			return workloop.Result{}, serr
 		}
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if err := c.mirrorGroupStatus(ctx, g, content, complete); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if !complete || !groupContentReady(content) {
-		return sync.Result{RequeueAfter: c.recheck()}, nil
+		return workloop.Result{RequeueAfter: c.recheck()}, nil
 	}
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 func groupContentReady(content *groupv1.VolumeGroupSnapshotContent) bool {

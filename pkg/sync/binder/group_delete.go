@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -20,9 +20,9 @@ import (
 // and the group waits until it is gone; the members are deleted; a Retain
 // content is left and the group released at once. Members are released once
 // the group is gone (deleting).
-func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (sync.Result, error) {
+func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (workloop.Result, error) {
 	if !snapshot.HasFinalizer(g, snapshot.FinalizerGroupSnapshotBound) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	c.cfg.Metrics.start(g.UID, OpDeleteGroupSnapshot)
 	members := c.groupMembers(g)
@@ -30,7 +30,7 @@ func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSn
 		if restoring := c.restoringClaims(vs); len(restoring) > 0 {
 			c.cfg.Recorder.Eventf(g, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
 				"Group snapshot is being deleted; it and its members stay until claim %s finishes restoring from member %s", restoring[0], vs.Name)
-			return sync.Result{}, nil // the claim's events bring us back
+			return workloop.Result{}, nil // the claim's events bring us back
 		}
 	}
 	content := c.groupContentOf(g)
@@ -38,19 +38,19 @@ func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSn
 		content = nil // not ours: never touch it
 	}
 	if content != nil && c.cfg.Writer.Stale(content) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if content != nil {
 		mark := &writer.Patch{}
 		mark.Meta.SetAnnotation(content, snapshot.AnnGroupBeingDeleted, snapshot.ValueYes)
 		if _, err := c.cfg.Writer.PatchGroupContent(ctx, content, mark); err != nil {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
 	deleteContent := content != nil && content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
 	if deleteContent && content.DeletionTimestamp == nil && !c.lag.DeleteSent(content.UID) {
 		if err := c.cfg.Writer.DeleteGroupContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
 	for _, vs := range members {
@@ -58,16 +58,16 @@ func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSn
 			continue
 		}
 		if err := c.cfg.Writer.DeleteSnapshot(ctx, vs); err != nil && !apierrors.IsNotFound(err) {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
 	if deleteContent {
-		return sync.Result{}, nil // the content's delete event brings us back
+		return workloop.Result{}, nil // the content's delete event brings us back
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
 	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil && !apierrors.IsNotFound(err) {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	driver := ""
 	if content != nil {
@@ -76,7 +76,7 @@ func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSn
 	c.cfg.Metrics.finish(g.UID, OpCreateGroupSnapshot, driver, groupType(g), "cancel", g.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(g.UID, OpCreateGroupSnapshotAndReady, driver, groupType(g), "cancel", g.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(g.UID, OpDeleteGroupSnapshot, driver, groupType(g), "success", g.DeletionTimestamp.Time)
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 // groupMembers are the snapshots a group owns.

@@ -89,12 +89,13 @@ func (c *Controller) ensureMemberContent(ctx context.Context, vs *snapv1.VolumeS
 			Finalizers:  []string{snapshot.FinalizerContentBound},
 		},
 		Spec: snapv1.VolumeSnapshotContentSpec{
+			// Kind, namespace, name and uid: the community's member
+			// reference has no apiVersion.
 			VolumeSnapshotRef: corev1.ObjectReference{
-				Kind:       snapshot.KindSnapshot,
-				APIVersion: snapshot.GroupName + "/v1",
-				Namespace:  vs.Namespace,
-				Name:       vs.Name,
-				UID:        vs.UID,
+				Kind:      snapshot.KindSnapshot,
+				Namespace: vs.Namespace,
+				Name:      vs.Name,
+				UID:       vs.UID,
 			},
 			DeletionPolicy: group.Spec.DeletionPolicy,
 			Driver:         group.Spec.Driver,

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
 // desiredGroupStatus mirrors a group content's status into its group's, as
@@ -95,9 +95,9 @@ func (c *Controller) setGroupError(ctx context.Context, g *groupv1.VolumeGroupSn
 }
 
 // groupFail records a problem and re-checks later.
-func (c *Controller) groupFail(ctx context.Context, g *groupv1.VolumeGroupSnapshot, p *problem) (sync.Result, error) {
+func (c *Controller) groupFail(ctx context.Context, g *groupv1.VolumeGroupSnapshot, p *problem) (workloop.Result, error) {
 	if err := c.setGroupError(ctx, g, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
-	return sync.Result{RequeueAfter: c.recheck()}, nil
+	return workloop.Result{RequeueAfter: c.recheck()}, nil
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
 // informerHandler routes one informer's events to a key router.
@@ -29,7 +29,7 @@ func (c *Controller) wireGroups() ([]informerHandler, error) {
 		return nil, fmt.Errorf("group content indexers: %w", err)
 	}
 	c.groupContentIndex = contentInf.GetIndexer()
-	c.groupLoop = sync.NewLoop("snapshot-controller-group", c.cfg.Backoff, c.syncGroup)
+	c.groupLoop = workloop.NewLoop("snapshot-controller-group", c.cfg.Backoff, c.syncGroup)
 	return []informerHandler{
 		{gv1.VolumeGroupSnapshots().Informer(), c.onGroup},
 		{contentInf, c.onGroupContent},

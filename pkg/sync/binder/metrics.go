@@ -1,7 +1,7 @@
 package binder
 
 import (
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +27,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 
-	mu      gosync.Mutex
+	mu      sync.Mutex
 	flights map[flightKey]struct{}
 }
 

@@ -8,43 +8,43 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
 // syncPVC removes our finalizer from a claim once no snapshot of it may
 // still be cut, so a broken snapshot never keeps its claim Terminating.
-func (c *Controller) syncPVC(ctx context.Context, key string) (sync.Result, error) {
+func (c *Controller) syncPVC(ctx context.Context, key string) (workloop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	pvc, err := c.pvcs.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if c.cfg.Writer.Stale(pvc) || !snapshot.HasFinalizer(pvc, snapshot.FinalizerPVCAsSource) {
-		return sync.Result{}, nil // a stale copy: our write's event comes back
+		return workloop.Result{}, nil // a stale copy: our write's event comes back
 	}
 	objs, err := c.snapIndex.ByIndex(indexByPVC, key)
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	for _, o := range objs {
 		if vs, ok := o.(*snapv1.VolumeSnapshot); ok && c.needsClaim(vs) {
-			return sync.Result{}, nil
+			return workloop.Result{}, nil
 		}
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveFinalizers(pvc, snapshot.FinalizerPVCAsSource)
 	_, err = c.cfg.Writer.UpdatePVC(ctx, pvc, p)
 	if apierrors.IsNotFound(err) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
-	return sync.Result{}, err
+	return workloop.Result{}, err
 }
 
 // needsClaim reports whether a snapshot still needs its claim, as the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -34,22 +34,22 @@ func problemf(reason, format string, args ...any) *problem {
 // syncSnapshot dispatches one VolumeSnapshot to the state function that
 // fits it. Each state function reads only the listers, computes what must
 // change, and writes only that.
-func (c *Controller) syncSnapshot(ctx context.Context, key string) (sync.Result, error) {
+func (c *Controller) syncSnapshot(ctx context.Context, key string) (workloop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	vs, err := c.snapshots.VolumeSnapshots(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if c.cfg.Writer.Stale(vs) {
 		// Our last write is not in the cache yet; its watch event brings
 		// the snapshot back. Acting now would repeat that write.
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	switch {
 	case vs.DeletionTimestamp != nil:
@@ -90,7 +90,7 @@ func contentNameOf(vs *snapv1.VolumeSnapshot) string {
 }
 
 // dynamic handles a snapshot of a PVC that is not being deleted.
-func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
+func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (workloop.Result, error) {
 	if content := c.contentOf(vs); content != nil {
 		return c.bound(ctx, vs, content)
 	}
@@ -98,7 +98,7 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 		// A member of a group is never cut on its own: the group makes
 		// its content right after it, and that content's event brings the
 		// snapshot back.
-		return sync.Result{RequeueAfter: c.recheck()}, nil
+		return workloop.Result{RequeueAfter: c.recheck()}, nil
 	}
 	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
 		return c.fail(ctx, vs, problemf(snapshot.ReasonSnapshotContentMissing,
@@ -129,7 +129,7 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 	}()
 	_, snapErr := c.cfg.Writer.PatchSnapshot(ctx, vs, p)
 	if err := errors.Join(snapErr, <-claimErr); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	// 3. The content, born with its finalizer. The CSI side puts the
 	// being-created mark on it right before it calls the driver.
@@ -143,15 +143,15 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (sy
 		// Shown to the user, and retried with the loop's backoff.
 		if serr := c.setError(ctx, vs, problemf(snapshot.ReasonCreateSnapshotContentFailed,
 			"cannot create VolumeSnapshotContent %q: %v", content.Name, err)); serr != nil {
-			return sync.Result{}, serr
+			return workloop.Result{}, serr
 		}
-		return sync.Result{}, fmt.Errorf("creating VolumeSnapshotContent %s: %w", content.Name, err)
+		return workloop.Result{}, fmt.Errorf("creating VolumeSnapshotContent %s: %w", content.Name, err)
 	}
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 // preProvisioned binds a snapshot to the content it names.
-func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapshot) (sync.Result, error) {
+func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapshot) (workloop.Result, error) {
 	content, prob := c.preProvisionedContent(vs)
 	if prob != nil {
 		return c.fail(ctx, vs, prob)
@@ -161,7 +161,7 @@ func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapsh
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(vs, snapshotFinalizers(content.Spec.DeletionPolicy)...)
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	cp := &writer.Patch{}
 	cp.Meta.AddFinalizers(content, snapshot.FinalizerContentBound)
@@ -177,10 +177,10 @@ func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapsh
 		cp.Precondition = content.ResourceVersion
 	}
 	if _, err := c.cfg.Writer.PatchContent(ctx, content, cp); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if ref.UID == "" {
-		return sync.Result{}, nil // the content's update event brings us back
+		return workloop.Result{}, nil // the content's update event brings us back
 	}
 	return c.bound(ctx, vs, content)
 }
@@ -214,7 +214,7 @@ func (c *Controller) preProvisionedContent(vs *snapv1.VolumeSnapshot) (*snapv1.V
 
 // bound keeps a bound snapshot's finalizers and status in line with its
 // content. A ready snapshot whose objects are unchanged costs no write.
-func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
 	if content.Spec.VolumeSnapshotRef.UID != vs.UID {
 		return c.fail(ctx, vs, problemf(snapshot.ReasonSnapshotMisbound,
 			"VolumeSnapshotContent %q belongs to another VolumeSnapshot (uid %q); delete this VolumeSnapshot and create a new one",
@@ -232,18 +232,18 @@ func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, conte
 		p.Meta.AddFinalizers(vs, snapshot.FinalizerSnapshotInGroup)
 	}
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if err := c.mirrorStatus(ctx, vs, content, group); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if !contentReady(content) {
-		return sync.Result{RequeueAfter: c.recheck()}, nil
+		return workloop.Result{RequeueAfter: c.recheck()}, nil
 	}
 	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
 		c.pvcLoop.Add(objKey(vs.Namespace, *pvc)) // ready: the claim may go
 	}
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 func contentReady(content *snapv1.VolumeSnapshotContent) bool {
@@ -272,11 +272,11 @@ func (c *Controller) recheck() time.Duration {
 
 // fail records a problem on the snapshot (on transitions only) and re-checks
 // later; the objects it waits for re-queue it through the indexes sooner.
-func (c *Controller) fail(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) (sync.Result, error) {
+func (c *Controller) fail(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) (workloop.Result, error) {
 	if err := c.setError(ctx, vs, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
-	return sync.Result{RequeueAfter: c.recheck()}, nil
+	return workloop.Result{RequeueAfter: c.recheck()}, nil
 }
 
 func trimMessage(s string) string {

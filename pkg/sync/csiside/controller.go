@@ -25,7 +25,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -89,7 +89,7 @@ type Config struct {
 	NodeName string
 	// Backoff is the retry backoff (--retry-interval-start/-max): of API
 	// errors, of failed CSI calls, and the cap of the readiness poll.
-	Backoff sync.Backoff
+	Backoff workloop.Backoff
 	// ResyncPeriod, when positive, re-queues every handled content from the
 	// cache at that interval (--resync-period). Zero: events only.
 	ResyncPeriod time.Duration
@@ -105,7 +105,7 @@ type Controller struct {
 	contents snaplisters.VolumeSnapshotContentLister
 	classes  snaplisters.VolumeSnapshotClassLister
 	synced   []cache.InformerSynced
-	loop     *sync.Loop
+	loop     *workloop.Loop
 	now      func() time.Time
 
 	polls   *delays // not-ready readiness polls
@@ -138,7 +138,7 @@ func New(cfg Config) *Controller {
 	}
 	c.polls = newDelays(pollStart, cfg.Backoff.Max, c.clock)
 	c.retries = newDelays(cfg.Backoff.Start, cfg.Backoff.Max, c.clock)
-	c.loop = sync.NewLoop("csi-snapshotter-content", cfg.Backoff, c.sync)
+	c.loop = workloop.NewLoop("csi-snapshotter-content", cfg.Backoff, c.sync)
 	c.groups = c.newGroups(cfg.Groups)
 	return c
 }
@@ -246,45 +246,45 @@ func (c *Controller) forget(name string) {
 
 // sync handles one content, read from the informer cache. NEVER modify that
 // copy: it is shared with every other reader of the cache.
-func (c *Controller) sync(ctx context.Context, name string) (sync.Result, error) {
+func (c *Controller) sync(ctx context.Context, name string) (workloop.Result, error) {
 	content, err := c.contents.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.forget(name)
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if err != nil {
-		return sync.Result{}, fmt.Errorf("reading content %s from the cache: %w", name, err)
+		return workloop.Result{}, fmt.Errorf("reading content %s from the cache: %w", name, err)
 	}
 	if !c.handles(content) {
 		c.forget(name)
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	logger := klog.FromContext(ctx).WithValues("content", name)
 	if c.cfg.Writer.Stale(content) {
 		logger.V(5).Info("Cached copy predates our last write; waiting for its event", "resourceVersion", content.ResourceVersion)
-		return sync.Result{RequeueAfter: staleRecheck}, nil
+		return workloop.Result{RequeueAfter: staleRecheck}, nil
 	}
 	return c.dispatch(klog.NewContext(ctx, logger), content)
 }
 
 // dispatch picks the state function of a content.
-func (c *Controller) dispatch(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+func (c *Controller) dispatch(ctx context.Context, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
 	switch {
 	case snapshot.IsBeingDeleted(content):
 		return c.syncDeleting(ctx, content)
 	case isGroupMember(content):
-		return sync.Result{}, nil // the binder writes a member's status
+		return workloop.Result{}, nil // the binder writes a member's status
 	case isDynamic(content) && statusHandle(content) == "":
 		return c.syncCreating(ctx, content)
 	}
 	content, err := c.fixMetadata(ctx, content)
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if isReady(content) {
 		c.polls.forget(content.Name)
 		c.retries.forget(content.Name)
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	return c.syncUnready(ctx, content)
 }

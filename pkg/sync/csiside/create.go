@@ -8,7 +8,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -18,16 +18,16 @@ import (
 // that nothing was cut: a call that timed out may still be cutting, and the
 // mark is what makes a later deletion finish it first
 // (https://github.com/kubernetes-csi/external-snapshotter/issues/134).
-func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
 	logger := klog.FromContext(ctx)
 	if content.Spec.VolumeSnapshotRef.UID == "" {
 		// The CSI name derives from the UID; the binder's update brings
 		// the content back.
 		logger.V(4).Info("Waiting for the VolumeSnapshot UID that names the backend snapshot")
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if left, ok := c.retries.wait(content.Name); ok {
-		return sync.Result{RequeueAfter: left}, nil
+		return workloop.Result{RequeueAfter: left}, nil
 	}
 	req, err := c.createRequest(ctx, content)
 	if err != nil {
@@ -36,7 +36,7 @@ func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSna
 		return c.failed(ctx, content, ReasonCreationFailed, "Failed to prepare the CreateSnapshot call: "+err.Error())
 	}
 	if content, err = c.markCreating(ctx, content); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	logger.V(2).Info("Calling CreateSnapshot", "name", req.Name, "volumeHandle", req.SourceVolumeID)
 	snap, err := c.callCreate(ctx, req)
@@ -44,16 +44,16 @@ func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSna
 		return c.createFailed(ctx, content, err)
 	}
 	if _, err := c.storeCreated(ctx, content, snap); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	c.retries.forget(content.Name)
 	if !snap.ReadyToUse {
 		logger.V(2).Info("Snapshot cut, not ready yet", "handle", snap.ID)
-		return sync.Result{RequeueAfter: c.polls.next(content.Name)}, nil
+		return workloop.Result{RequeueAfter: c.polls.next(content.Name)}, nil
 	}
 	logger.V(2).Info("Snapshot cut and ready", "handle", snap.ID)
 	c.polls.forget(content.Name)
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 // markCreating puts the being-created mark, and for a Delete content the
@@ -86,29 +86,29 @@ func (c *Controller) storeCreated(ctx context.Context, content *snapv1.VolumeSna
 // createFailed shows a failed CreateSnapshot in status.error. An error that
 // may mean "still cutting" keeps the mark; a final one clears it, since
 // nothing was cut. Either way the create is retried with backoff.
-func (c *Controller) createFailed(ctx context.Context, content *snapv1.VolumeSnapshotContent, callErr error) (sync.Result, error) {
+func (c *Controller) createFailed(ctx context.Context, content *snapv1.VolumeSnapshotContent, callErr error) (workloop.Result, error) {
 	inProgress := csi.MayBeInProgress(callErr)
 	klog.FromContext(ctx).V(2).Info("CreateSnapshot failed", "err", callErr, "mayBeInProgress", inProgress)
 	content, err := c.setError(ctx, content, ReasonCreationFailed, "Failed to create snapshot: "+csi.DriverMessage(callErr))
 	if err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if !inProgress {
 		p := &writer.Patch{}
 		p.Meta.RemoveAnnotation(content, snapshot.AnnBeingCreated)
 		if _, err := c.patchMeta(ctx, content, p); err != nil {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
-	return sync.Result{RequeueAfter: c.retries.next(content.Name)}, nil
+	return workloop.Result{RequeueAfter: c.retries.next(content.Name)}, nil
 }
 
 // failed shows msg in status.error and retries the state with backoff. The
 // failure is the user's to see (a CSI error, a missing class or secret), so
 // it is reported there rather than returned to the loop.
-func (c *Controller) failed(ctx context.Context, content *snapv1.VolumeSnapshotContent, reason, msg string) (sync.Result, error) {
+func (c *Controller) failed(ctx context.Context, content *snapv1.VolumeSnapshotContent, reason, msg string) (workloop.Result, error) {
 	if _, err := c.setError(ctx, content, reason, msg); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
-	return sync.Result{RequeueAfter: c.retries.next(content.Name)}, nil
+	return workloop.Result{RequeueAfter: c.retries.next(content.Name)}, nil
 }

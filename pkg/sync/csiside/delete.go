@@ -13,7 +13,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -25,29 +25,29 @@ import (
 // Delete: a create that may be in flight is finished (to learn its handle),
 // the backend snapshot is deleted, and only then the finalizer goes. The
 // backend never keeps a snapshot whose content is gone.
-func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
 	logger := klog.FromContext(ctx)
 	c.polls.forget(content.Name)
 	c.retries.forget(content.Name)
 	if !snapshot.HasFinalizer(content, snapshot.FinalizerContentBound) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	ok, why := mayDelete(content)
 	if !ok {
 		// The binder's being-deleted mark arrives as an event.
 		logger.V(2).Info("Content deleted without the binder's being-deleted mark: keeping the backend snapshot and the finalizer until its VolumeSnapshot is deleted",
 			"volumeSnapshot", content.Spec.VolumeSnapshotRef.Namespace+"/"+content.Spec.VolumeSnapshotRef.Name)
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if isGroupMember(content) {
 		// DeleteVolumeGroupSnapshot deletes a member's backend snapshot;
 		// DeleteSnapshot never does.
 		logger.V(2).Info("Releasing a member of a group; its backend snapshot goes with the group", "handle", knownHandle(content))
-		return sync.Result{}, c.release(ctx, content, false)
+		return workloop.Result{}, c.release(ctx, content, false)
 	}
 	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete {
 		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", knownHandle(content), "because", why)
-		return sync.Result{}, c.release(ctx, content, false)
+		return workloop.Result{}, c.release(ctx, content, false)
 	}
 	var err error
 	logger.V(4).Info("Backend snapshot may be deleted", "because", why)
@@ -59,18 +59,18 @@ func (c *Controller) syncDeleting(ctx context.Context, content *snapv1.VolumeSna
 		// someone else's write (the binder's deletion, during the call)
 		// reset the stale-copy record.
 		if current, err := c.isCurrent(ctx, content); err != nil || !current {
-			return sync.Result{RequeueAfter: staleRecheck}, err
+			return workloop.Result{RequeueAfter: staleRecheck}, err
 		}
 		if handle, content, err = c.finishInFlight(ctx, content); err != nil {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
 	if handle != "" {
 		if err := c.deleteBackend(ctx, content, handle); err != nil {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
-	return sync.Result{}, c.release(ctx, content, true)
+	return workloop.Result{}, c.release(ctx, content, true)
 }
 
 // mayDelete decides whether a deleted content may be released (and, for

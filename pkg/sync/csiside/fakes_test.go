@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	gosync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +28,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -43,7 +43,7 @@ var (
 	contentsGVR  = snapv1.SchemeGroupVersion.WithResource("volumesnapshotcontents")
 	testTime     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	testSecrets  = map[string]string{"password": testSecret}
-	retryBackoff = sync.Backoff{Start: time.Second, Max: 8 * time.Second}
+	retryBackoff = workloop.Backoff{Start: time.Second, Max: 8 * time.Second}
 )
 
 // ---- scripted CSI driver ----
@@ -78,7 +78,7 @@ type fakeDriver struct {
 	t    *testing.T
 	caps csi.Capabilities
 
-	mu    gosync.Mutex
+	mu    sync.Mutex
 	calls []call
 	made  int
 }
@@ -189,7 +189,7 @@ type fakeAPI struct {
 	snap *snapfake.Clientset
 	kube *kubefake.Clientset
 
-	mu     gosync.Mutex
+	mu     sync.Mutex
 	rv     int
 	inject []*injection
 }
@@ -420,7 +420,7 @@ func (h *harness) refresh() {
 	}
 }
 
-func (h *harness) sync(name string) (sync.Result, error) {
+func (h *harness) sync(name string) (workloop.Result, error) {
 	h.t.Helper()
 	return h.ctrl.sync(h.ctx, name)
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -37,7 +37,7 @@ type groups struct {
 	driver   csi.GroupDriver
 	contents grouplisters.VolumeGroupSnapshotContentLister
 	classes  grouplisters.VolumeGroupSnapshotClassLister
-	loop     *sync.Loop
+	loop     *workloop.Loop
 }
 
 // newGroups wires the group loop, or returns nil when the driver cannot
@@ -60,7 +60,7 @@ func (c *Controller) newGroups(cfg *GroupConfig) *groups {
 		classes:  cfg.ClassInformer.Lister(),
 	}
 	c.synced = append(c.synced, cfg.ContentInformer.Informer().HasSynced, cfg.ClassInformer.Informer().HasSynced)
-	g.loop = sync.NewLoop("csi-snapshotter-groupcontent", c.cfg.Backoff, c.syncGroupContent)
+	g.loop = workloop.NewLoop("csi-snapshotter-groupcontent", c.cfg.Backoff, c.syncGroupContent)
 	return g
 }
 
@@ -93,20 +93,20 @@ func groupKey(name string) string { return "group/" + name }
 
 // syncGroupContent handles one group content from the cache (never modify
 // the cached copy).
-func (c *Controller) syncGroupContent(ctx context.Context, name string) (sync.Result, error) {
+func (c *Controller) syncGroupContent(ctx context.Context, name string) (workloop.Result, error) {
 	content, err := c.groups.contents.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.forget(groupKey(name))
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if err != nil {
-		return sync.Result{}, fmt.Errorf("reading group content %s from the cache: %w", name, err)
+		return workloop.Result{}, fmt.Errorf("reading group content %s from the cache: %w", name, err)
 	}
 	if content.Spec.Driver != c.driver {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	if c.cfg.Writer.Stale(content) {
-		return sync.Result{RequeueAfter: staleRecheck}, nil
+		return workloop.Result{RequeueAfter: staleRecheck}, nil
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("groupContent", name))
 	switch {
@@ -124,7 +124,7 @@ func (c *Controller) syncGroupContent(ctx context.Context, name string) (sync.Re
 		p.Meta.AddFinalizers(content, snapshot.FinalizerGroupContentBound)
 	}
 	_, err = c.cfg.Writer.PatchGroupContent(ctx, content, p)
-	return sync.Result{}, err
+	return workloop.Result{}, err
 }
 
 // groupHandle is the backend group id the content knows, from its status or

@@ -14,7 +14,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -22,13 +22,13 @@ import (
 // same being-created safety as syncCreating: the mark is on the API server
 // before the call and leaves it only once the group id is stored or the
 // driver said, finally, that nothing was cut.
-func (c *Controller) groupCreating(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (sync.Result, error) {
+func (c *Controller) groupCreating(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (workloop.Result, error) {
 	key := groupKey(content.Name)
 	if content.Spec.VolumeGroupSnapshotRef.UID == "" {
-		return sync.Result{}, nil // the CSI name derives from the UID
+		return workloop.Result{}, nil // the CSI name derives from the UID
 	}
 	if left, ok := c.retries.wait(key); ok {
-		return sync.Result{RequeueAfter: left}, nil
+		return workloop.Result{RequeueAfter: left}, nil
 	}
 	req, err := c.groupCreateRequest(ctx, content)
 	if err != nil {
@@ -40,7 +40,7 @@ func (c *Controller) groupCreating(ctx context.Context, content *groupv1.VolumeG
 		p.Meta.AddFinalizers(content, snapshot.FinalizerGroupContentBound)
 	}
 	if content, err = c.cfg.Writer.PatchGroupContent(ctx, content, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	klog.FromContext(ctx).V(2).Info("Calling CreateVolumeGroupSnapshot", "name", req.Name, "volumes", req.SourceVolumeIDs)
 	group, err := c.groups.driver.CreateGroupSnapshot(ctx, req)
@@ -53,10 +53,10 @@ func (c *Controller) groupCreating(ctx context.Context, content *groupv1.VolumeG
 // groupUnready polls a cut group until it is ready: CreateVolumeGroupSnapshot
 // again for a dynamic content (idempotent by name), GetVolumeGroupSnapshot
 // for a pre-provisioned one.
-func (c *Controller) groupUnready(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (sync.Result, error) {
+func (c *Controller) groupUnready(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (workloop.Result, error) {
 	key := groupKey(content.Name)
 	if left, ok := c.retries.wait(key); ok {
-		return sync.Result{RequeueAfter: left}, nil
+		return workloop.Result{RequeueAfter: left}, nil
 	}
 	var group *csi.GroupSnapshot
 	var err error
@@ -83,25 +83,25 @@ func (c *Controller) groupUnready(ctx context.Context, content *groupv1.VolumeGr
 
 // storeGroup writes what the driver said about a group in one status patch,
 // then removes the being-created mark.
-func (c *Controller) storeGroup(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, group *csi.GroupSnapshot) (sync.Result, error) {
+func (c *Controller) storeGroup(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, group *csi.GroupSnapshot) (workloop.Result, error) {
 	key := groupKey(content.Name)
 	c.retries.forget(key)
 	if fields := groupStatusFrom(content, group, c.now()); len(fields) > 0 {
 		var err error
 		if content, err = c.cfg.Writer.PatchGroupContentStatus(ctx, content, fields); err != nil {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveAnnotation(content, snapshot.AnnGroupBeingCreated)
 	if _, err := c.cfg.Writer.PatchGroupContent(ctx, content, p); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	if !group.ReadyToUse {
-		return sync.Result{RequeueAfter: c.polls.next(key)}, nil
+		return workloop.Result{RequeueAfter: c.polls.next(key)}, nil
 	}
 	c.polls.forget(key)
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 // groupStatusFrom returns the status fields that differ from the driver's
@@ -150,14 +150,14 @@ func groupStatusFrom(content *groupv1.VolumeGroupSnapshotContent, group *csi.Gro
 
 // groupCreateFailed shows a failed CreateVolumeGroupSnapshot; a final error
 // clears the being-created mark (nothing was cut), any other keeps it.
-func (c *Controller) groupCreateFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, callErr error) (sync.Result, error) {
+func (c *Controller) groupCreateFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, callErr error) (workloop.Result, error) {
 	res, err := c.groupFailed(ctx, content, snapshot.ReasonGroupCreationFailed, "Failed to create group snapshot: "+csi.DriverMessage(callErr))
 	if err != nil || csi.MayBeInProgress(callErr) {
 		return res, err
 	}
 	live, gerr := c.cfg.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{})
 	if gerr != nil {
-		return sync.Result{}, ignoreNotFound(gerr)
+		return workloop.Result{}, ignoreNotFound(gerr)
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveAnnotation(live, snapshot.AnnGroupBeingCreated)
@@ -167,7 +167,7 @@ func (c *Controller) groupCreateFailed(ctx context.Context, content *groupv1.Vol
 
 // groupFailed shows msg in the group content's status.error (one Warning
 // event per new message) and retries with backoff.
-func (c *Controller) groupFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, reason, msg string) (sync.Result, error) {
+func (c *Controller) groupFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, reason, msg string) (workloop.Result, error) {
 	if st := content.Status; st == nil || st.Error == nil || st.Error.Message == nil || *st.Error.Message != msg {
 		now := metav1.NewTime(c.now())
 		fields := map[string]any{"error": map[string]any{"message": msg, "time": now}}
@@ -175,10 +175,10 @@ func (c *Controller) groupFailed(ctx context.Context, content *groupv1.VolumeGro
 			fields["readyToUse"] = false
 		}
 		if _, err := c.cfg.Writer.PatchGroupContentStatus(ctx, content, fields); err != nil && !apierrors.IsNotFound(err) {
-			return sync.Result{}, err
+			return workloop.Result{}, err
 		}
 		klog.FromContext(ctx).Info("Group content error", "reason", reason, "message", msg)
 		c.cfg.Recorder.Event(content, corev1.EventTypeWarning, reason, msg)
 	}
-	return sync.Result{RequeueAfter: c.retries.next(groupKey(content.Name))}, nil
+	return workloop.Result{RequeueAfter: c.retries.next(groupKey(content.Name))}, nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -21,12 +21,12 @@ import (
 // being-deleted mark (or a pre-provisioned content never bound); never
 // while a create may be in flight; Retain releases; Delete calls
 // DeleteVolumeGroupSnapshot with every member's snapshot id, then releases.
-func (c *Controller) groupDeleting(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (sync.Result, error) {
+func (c *Controller) groupDeleting(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (workloop.Result, error) {
 	logger := klog.FromContext(ctx)
 	key := groupKey(content.Name)
 	c.polls.forget(key)
 	if !snapshot.HasFinalizer(content, snapshot.FinalizerGroupContentBound) {
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	pre := content.Spec.Source.GroupSnapshotHandles != nil
 	switch {
@@ -37,12 +37,12 @@ func (c *Controller) groupDeleting(ctx context.Context, content *groupv1.VolumeG
 		return c.groupUnready(ctx, content)
 	case !snapshot.HasAnnotation(content, snapshot.AnnGroupBeingDeleted, snapshot.ValueYes):
 		logger.V(2).Info("Group content deleted without the binder's being-deleted mark: keeping the backend group and the finalizer")
-		return sync.Result{}, nil
+		return workloop.Result{}, nil
 	}
 	handle := groupHandle(content)
 	if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete && handle != "" {
 		if left, ok := c.retries.wait(key); ok {
-			return sync.Result{RequeueAfter: left}, nil
+			return workloop.Result{RequeueAfter: left}, nil
 		}
 		ids := c.memberIDs(content)
 		secrets, err := c.secret(ctx, content.Annotations[snapshot.AnnGroupDeletionSecretNamespace], content.Annotations[snapshot.AnnGroupDeletionSecretName])
@@ -55,21 +55,21 @@ func (c *Controller) groupDeleting(ctx context.Context, content *groupv1.VolumeG
 			if ferr != nil {
 				return res, ferr
 			}
-			return sync.Result{}, fmt.Errorf("deleting backend group %s of %s: %w", handle, content.Name, err)
+			return workloop.Result{}, fmt.Errorf("deleting backend group %s of %s: %w", handle, content.Name, err)
 		}
 		c.retries.forget(key)
 		if len(content.Finalizers) > 1 && content.Status != nil && content.Status.VolumeGroupSnapshotHandle != nil {
 			// Other finalizers keep the object: nothing may read the id
 			// of a deleted group from it.
 			if content, err = c.cfg.Writer.PatchGroupContentStatus(ctx, content, map[string]any{"volumeGroupSnapshotHandle": nil, "readyToUse": nil}); err != nil {
-				return sync.Result{}, ignoreNotFound(err)
+				return workloop.Result{}, ignoreNotFound(err)
 			}
 		}
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveFinalizers(content, snapshot.FinalizerGroupContentBound)
 	_, err := c.cfg.Writer.PatchGroupContent(ctx, content, p)
-	return sync.Result{}, ignoreNotFound(err)
+	return workloop.Result{}, ignoreNotFound(err)
 }
 
 // memberIDs are the snapshot ids of a group's members: from the status

@@ -8,7 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
-	"github.com/snapkeeper/snapkeeper/pkg/sync"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
 // syncUnready reads the status of a backend snapshot that is not known to
@@ -16,11 +16,11 @@ import (
 // with a per-content backoff for as long as the content exists
 // (https://github.com/kubernetes-csi/external-snapshotter/issues/953: a
 // snapshot never polled again stays unready forever).
-func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnapshotContent) (sync.Result, error) {
+func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
 	logger := klog.FromContext(ctx)
 	for _, d := range []*delays{c.polls, c.retries} {
 		if left, ok := d.wait(content.Name); ok {
-			return sync.Result{RequeueAfter: left}, nil
+			return workloop.Result{RequeueAfter: left}, nil
 		}
 	}
 	snap, err := c.readSnapshot(ctx, content)
@@ -29,17 +29,17 @@ func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnap
 		return c.failed(ctx, content, ReasonCheckFailed, "Failed to check snapshot status: "+csi.DriverMessage(err))
 	}
 	if _, err := c.patchStatus(ctx, content, statusFrom(content, snap, c.now())); err != nil {
-		return sync.Result{}, err
+		return workloop.Result{}, err
 	}
 	c.retries.forget(content.Name)
 	if !snap.ReadyToUse {
 		d := c.polls.next(content.Name)
 		logger.V(4).Info("Snapshot not ready yet", "handle", snap.ID, "nextPoll", d)
-		return sync.Result{RequeueAfter: d}, nil
+		return workloop.Result{RequeueAfter: d}, nil
 	}
 	logger.V(2).Info("Snapshot ready", "handle", snap.ID)
 	c.polls.forget(content.Name)
-	return sync.Result{}, nil
+	return workloop.Result{}, nil
 }
 
 // readSnapshot asks the driver about the content's snapshot. A dynamic

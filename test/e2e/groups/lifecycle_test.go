@@ -49,8 +49,8 @@ func TestGroupLifecycle(t *testing.T) {
 	w := newWorld(t, worldOpts{sizes: dbSizes})
 	w.env.StartWebhook(t)
 	claims := dbClaims(t, w)
-	g := w.group(t, "db", dbSelector)
-	g = w.waitGroupReady(t, "db", 60*time.Second)
+	w.group(t, "db", dbSelector)
+	g := w.waitGroupReady(t, "db", 60*time.Second)
 
 	contentName := *g.Status.BoundVolumeGroupSnapshotContentName
 	if want := "groupsnapcontent-" + string(g.UID); contentName != want {

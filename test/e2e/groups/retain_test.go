@@ -22,8 +22,8 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, worldOpts{sizes: dbSizes, policy: snapv1.VolumeSnapshotContentRetain})
 	dbClaims(t, w)
-	g := w.group(t, "db", dbSelector)
-	g = w.waitGroupReady(t, "db", 60*time.Second)
+	w.group(t, "db", dbSelector)
+	g := w.waitGroupReady(t, "db", 60*time.Second)
 	contentName := *g.Status.BoundVolumeGroupSnapshotContentName
 	members := w.members(t, "db")
 

@@ -96,7 +96,7 @@ func TestGroupWebhook(t *testing.T) {
 	denied("second default group class", err, snapshot.AnnGroupDefaultClass, w.class)
 
 	// The source of a group is fixed.
-	real, err := groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
+	_, err = groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: w.ns},
 		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{Selector: app("ok")}},
 	}, metav1.CreateOptions{})
@@ -104,7 +104,7 @@ func TestGroupWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitGroupReady(t, "fixed", time.Minute)
-	real = w.getGroup(t, "fixed")
+	real := w.getGroup(t, "fixed")
 	real.Spec.Source.Selector = app("other")
 	_, err = groups.Update(ctx, real, metav1.UpdateOptions{})
 	denied("changed source", err, "spec.source") // the CRD or the webhook

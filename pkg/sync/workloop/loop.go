@@ -1,7 +1,7 @@
-// Package sync holds what the binder and the CSI side share: a work loop over
+// Package workloop holds what the binder and the CSI side share: a work loop over
 // a rate-limited queue of object keys. The loops themselves live in
 // pkg/sync/binder and pkg/sync/csiside.
-package sync
+package workloop
 
 import (
 	"context"
