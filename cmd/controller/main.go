@@ -1,5 +1,6 @@
 // Command snapkeeper-controller runs the snapshot binder, the CSI side of a
-// driver, or both (see --components).
+// driver, or both (see --components): options.go holds its flags, run.go
+// the wiring of the components.
 package main
 
 import (
@@ -10,17 +11,15 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/snapkeeper/snapkeeper/pkg/controller"
 	"github.com/snapkeeper/snapkeeper/pkg/logging"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
 func main() {
-	o := controller.NewOptions()
+	o := NewOptions()
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	o.AddFlags(fs)
-	logging.AddFlags(fs)
-	_ = fs.Parse(os.Args[1:])
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if o.ShowVersion {
 		fmt.Println(version.Version)
 		return
@@ -32,9 +31,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx = logging.Setup(ctx, o.LoggingFormat)
+	ctx = logging.Setup(ctx, o.Logging.Format)
 	defer logging.Flush()
-	if err := controller.Run(ctx, o); err != nil {
+	if err := run(ctx, o); err != nil {
 		logging.Fatal(ctx, err)
 	}
 }

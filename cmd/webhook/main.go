@@ -1,5 +1,6 @@
 // Command snapkeeper-webhook is the validating admission webhook for
-// snapshot objects and for claims restoring from them (docs/webhook.md).
+// snapshot objects and for claims restoring from them (docs/webhook.md):
+// options.go holds its flags, run.go the wiring.
 package main
 
 import (
@@ -29,7 +30,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx = logging.Setup(ctx, o.LoggingFormat)
+	ctx = logging.Setup(ctx, o.Logging.Format)
 	if err := run(ctx, o); err != nil {
 		stop()
 		logging.Fatal(ctx, err)

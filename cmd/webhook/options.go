@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/kubeclient"
 	"github.com/snapkeeper/snapkeeper/pkg/logging"
 	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
@@ -18,9 +19,8 @@ import (
 // Options is everything the command line sets. Flags fill it, Validate
 // checks it before anything starts, and run reads only from it.
 type Options struct {
-	Kubeconfig   string
-	KubeAPIQPS   float64
-	KubeAPIBurst int
+	// Client is --kubeconfig, --kube-api-qps and --kube-api-burst.
+	Client kubeclient.Options
 
 	TLSCertFile      string
 	TLSKeyFile       string
@@ -40,29 +40,28 @@ type Options struct {
 	// --self-managed-namespace is not given.
 	PodNamespace string
 
-	LoggingFormat string
-	ShowVersion   bool
+	// Logging is --logging-format; with it come -v and the other logging
+	// flags of pkg/logging.
+	Logging     logging.Options
+	ShowVersion bool
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		KubeAPIQPS:       20,
-		KubeAPIBurst:     40,
+		Client:           kubeclient.Options{QPS: 20, Burst: 40},
 		CertPollInterval: admission.DefaultCertPollInterval,
 		BindAddress:      "0.0.0.0",
 		Port:             9443,
 		MaxRequestBytes:  admission.DefaultMaxRequestBytes,
 		PodNamespace:     os.Getenv("POD_NAMESPACE"),
-		LoggingFormat:    "text",
+		Logging:          logging.NewOptions(),
 	}
 }
 
-// AddFlags binds the options to fs.
+// AddFlags binds the options to fs, the logging flags included.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty means the in-cluster configuration.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server (informer lists and fresh reads of classes).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
+	o.Client.AddFlags(fs, "for informer lists and fresh reads of classes")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "PEM serving certificate (with intermediates). Re-read when it changes.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "PEM private key of --tls-cert-file. Re-read when it changes.")
 	fs.DurationVar(&o.CertPollInterval, "tls-reload-interval", o.CertPollInterval, "How often the certificate files are checked for changes.")
@@ -74,9 +73,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.AllowCrossNamespaceDataSource, "allow-cross-namespace-data-source", o.AllowCrossNamespaceDataSource,
 		"Admit claims whose dataSourceRef names another namespace (needs the CrossNamespaceVolumeDataSource feature and a ReferenceGrant).")
 	o.SelfCert.AddFlags(fs)
-	fs.StringVar(&o.LoggingFormat, "logging-format", o.LoggingFormat, `Log format: "text" or "json".`)
+	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
-	logging.AddFlags(fs)
 }
 
 // Validate reports every problem of the options at once.
@@ -94,8 +92,8 @@ func (o *Options) Validate() error {
 	if o.BindAddress != "" && net.ParseIP(o.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
 	}
-	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
-		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	if err := o.Client.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.CertPollInterval <= 0 {
 		errs = append(errs, errors.New("--tls-reload-interval must be positive"))
@@ -103,8 +101,8 @@ func (o *Options) Validate() error {
 	if o.MaxRequestBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("--max-request-bytes %d is below 1 MiB: ordinary reviews would be refused", o.MaxRequestBytes))
 	}
-	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
-		errs = append(errs, fmt.Errorf("--logging-format %q: want \"text\" or \"json\"", o.LoggingFormat))
+	if err := o.Logging.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.SelfCert.Validate(); err != nil {
 		errs = append(errs, err)

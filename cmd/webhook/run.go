@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/admission"
@@ -47,7 +46,9 @@ func run(ctx context.Context, o *Options) error {
 	// No resync: the webhook only reads the caches, it never reconciles.
 	snapFactory := snapinformers.NewSharedInformerFactory(snapClient, 0)
 	coreFactory := informers.NewSharedInformerFactory(kubeClient, 0)
-	lookup := admission.NewClusterLookup(snapFactory, coreFactory, snapClient, admission.NewPopulatorCache(dynClient, 0))
+	// Claims a group selector matches are read live (ReadClaimsLive).
+	lookup := admission.NewClusterLookup(snapFactory, coreFactory, snapClient, admission.NewPopulatorCache(dynClient, 0)).
+		ReadClaimsLive(kubeClient)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -116,13 +117,11 @@ func startSelfCert(ctx context.Context, o *Options, client kubernetes.Interface)
 	return nil
 }
 
+// restConfig is the webhook's client configuration (pkg/kubeclient).
 func restConfig(o *Options) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	cfg, err := o.Client.RESTConfig("snapkeeper-webhook/" + version.Version)
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %q: %w", o.Kubeconfig, err)
+		return nil, fmt.Errorf("loading kubeconfig %q: %w", o.Client.Kubeconfig, err)
 	}
-	cfg.QPS = float32(o.KubeAPIQPS)
-	cfg.Burst = o.KubeAPIBurst
-	cfg.UserAgent = "snapkeeper-webhook/" + version.Version
 	return cfg, nil
 }

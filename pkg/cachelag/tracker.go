@@ -26,7 +26,7 @@ package cachelag
 import (
 	"reflect"
 	"slices"
-	gosync "sync"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,7 +49,7 @@ const (
 
 // Tracker is safe for concurrent use. The zero value is not usable: call New.
 type Tracker struct {
-	mu      gosync.Mutex
+	mu      sync.Mutex
 	objects map[types.UID]*entry
 	// created finds the objects we created, by type, namespace and name,
 	// until the cache has them.

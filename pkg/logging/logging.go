@@ -5,17 +5,19 @@
 // component-base adds to the community snapshot-controller and
 // csi-snapshotter (--log-flush-frequency and the split-stream options of
 // both formats), with the same meaning, so their command lines start us
-// unchanged. --logging-format itself belongs to each binary's options.
+// unchanged. Options adds --logging-format, which each binary keeps in its
+// own options.
 package logging
 
 import (
 	"bufio"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -74,6 +76,37 @@ func AddFlags(fs *flag.FlagSet) {
 	}
 }
 
+// Log formats of --logging-format.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// Options are the logging options of one binary: its --logging-format,
+// plus the process-wide flags of AddFlags.
+type Options struct {
+	// Format is "text" (klog's own) or "json".
+	Format string
+}
+
+// NewOptions returns the defaults: text logs.
+func NewOptions() Options { return Options{Format: FormatText} }
+
+// AddFlags registers --logging-format and the flags of the package-level
+// AddFlags on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Format, "logging-format", o.Format, `Log format: "text" or "json".`)
+	AddFlags(fs)
+}
+
+// Validate reports a format that is neither text nor json.
+func (o *Options) Validate() error {
+	if o.Format != FormatText && o.Format != FormatJSON {
+		return fmt.Errorf("--logging-format %q: want \"text\" or \"json\"", o.Format)
+	}
+	return nil
+}
+
 // Setup installs the logger for format ("text" or "json") with the flags
 // of AddFlags, and returns ctx carrying it.
 func Setup(ctx context.Context, format string) context.Context {
@@ -82,7 +115,7 @@ func Setup(ctx context.Context, format string) context.Context {
 
 func setup(ctx context.Context, format string, cfg Config, stdout, stderr io.Writer) context.Context {
 	stream := cfg.Text
-	if format == "json" {
+	if format == FormatJSON {
 		stream = cfg.JSON
 	}
 	var info *infoWriter
@@ -94,7 +127,7 @@ func setup(ctx context.Context, format string, cfg Config, stdout, stderr io.Wri
 	}
 	var logger logr.Logger
 	switch {
-	case format == "json":
+	case format == FormatJSON:
 		opts := &slog.HandlerOptions{Level: slog.Level(-verbosity())}
 		var h slog.Handler = slog.NewJSONHandler(stderr, opts)
 		if info != nil {
@@ -142,7 +175,7 @@ func Fatal(ctx context.Context, err error) {
 
 // infoWriter is the stdout stream of split output, optionally buffered.
 type infoWriter struct {
-	mu  gosync.Mutex
+	mu  sync.Mutex
 	out io.Writer
 	buf *bufio.Writer
 }

@@ -59,3 +59,28 @@ func TestSplitStreams(t *testing.T) {
 		}
 	}
 }
+
+func TestLoggingFormat(t *testing.T) {
+	for args, want := range map[string]string{"": "", "--logging-format=json": "", "--logging-format=text": "", "--logging-format=xml": `--logging-format "xml": want "text" or "json"`} {
+		o := NewOptions()
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		o.AddFlags(fs)
+		var list []string
+		if args != "" {
+			list = []string{args}
+		}
+		if err := fs.Parse(list); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q: %v", args, err)
+		case want != "" && (err == nil || err.Error() != want):
+			t.Errorf("%q: error %v, want %q", args, err, want)
+		}
+		if args == "" && o.Format != FormatText {
+			t.Errorf("default format %q", o.Format)
+		}
+	}
+}

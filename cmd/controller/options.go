@@ -1,21 +1,19 @@
-// Package controller holds the options and the wiring of the snapkeeper
-// controller binary: the cluster-wide binder, the per-driver CSI side, or
-// both in one process.
-package controller
+package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/snapkeeper/snapkeeper/pkg/kubeclient"
+	"github.com/snapkeeper/snapkeeper/pkg/logging"
 )
 
 // Component names for --components.
@@ -45,10 +43,8 @@ type Options struct {
 	// ComponentsReason says how Components was chosen (for the start log).
 	ComponentsReason string
 
-	Kubeconfig   string
-	Master       string
-	KubeAPIQPS   float64
-	KubeAPIBurst int
+	// Client is --kubeconfig, --master, --kube-api-qps and --kube-api-burst.
+	Client       kubeclient.Options
 	Workers      int
 	RetryStart   time.Duration
 	RetryMax     time.Duration
@@ -67,9 +63,11 @@ type Options struct {
 	MetricsAddress string
 	MetricsPath    string
 	FeatureGates   string
-	LoggingFormat  string
-	ShowVersion    bool
-	Automaxprocs   OptionalBool
+	// Logging is --logging-format; with it come -v and the other logging
+	// flags of pkg/logging.
+	Logging      logging.Options
+	ShowVersion  bool
+	Automaxprocs OptionalBool
 
 	// Binder.
 	DistributedSnapshotting     bool
@@ -98,8 +96,7 @@ type Options struct {
 // of 500 snapshots waits minutes on the client side alone.
 func NewOptions() *Options {
 	return &Options{
-		KubeAPIQPS:                  1000,
-		KubeAPIBurst:                2000,
+		Client:                      kubeclient.Options{QPS: 1000, Burst: 2000},
 		Workers:                     64,
 		RetryStart:                  50 * time.Millisecond,
 		RetryMax:                    5 * time.Minute,
@@ -108,7 +105,7 @@ func NewOptions() *Options {
 		LeaderElectionRenewDeadline: 10 * time.Second,
 		LeaderElectionRetryPeriod:   5 * time.Second,
 		MetricsPath:                 "/metrics",
-		LoggingFormat:               "text",
+		Logging:                     logging.NewOptions(),
 		PreventVolumeModeConversion: true,
 		SourceVolumeMode:            true,
 		RetryCRDIntervalMax:         5 * time.Second,
@@ -121,15 +118,13 @@ func NewOptions() *Options {
 	}
 }
 
-// AddFlags registers every flag on fs.
+// AddFlags registers every flag on fs, the logging flags included.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Components, "components", "", "Comma-separated components to run: binder, csi. Default: csi when --csi-address or another csi-snapshotter-only flag "+
 		"(--timeout, --snapshot-name-prefix, --snapshot-name-uuid-length, --extra-create-metadata, --node-deployment, --groupsnapshot-name-*) is given, "+
 		"or when "+filepath.Dir(DefaultCSIAddress)+" exists (a CSI socket volume); binder otherwise.")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; in-cluster configuration when empty.")
-	fs.StringVar(&o.Master, "master", "", "URL of the API server; overrides the kubeconfig's (in-cluster configuration when neither is given).")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Client QPS towards the API server, per component.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Client burst towards the API server, per component.")
+	o.Client.AddFlags(fs, "per component")
+	o.Client.AddMasterFlag(fs)
 	fs.IntVar(&o.Workers, "worker-threads", o.Workers, "Workers per component.")
 	fs.DurationVar(&o.RetryStart, "retry-interval-start", o.RetryStart, "First retry delay of a failed object; doubles on each failure.")
 	fs.DurationVar(&o.RetryMax, "retry-interval-max", o.RetryMax, "Longest retry delay of a failed object.")
@@ -146,7 +141,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "Deprecated alias of --http-endpoint.")
 	fs.StringVar(&o.MetricsPath, "metrics-path", o.MetricsPath, "Path of the Prometheus metrics.")
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates, key=bool,...: CSIVolumeGroupSnapshot (default false) turns on volume group snapshots when their CRDs are served; ReleaseLeaderElectionOnExit is accepted.")
-	fs.StringVar(&o.LoggingFormat, "logging-format", o.LoggingFormat, "Log format: text or json.")
+	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
 	fs.Var(&o.Automaxprocs, "automaxprocs", "Set GOMAXPROCS from the container's CPU quota. Accepted for compatibility: the Go runtime already does so (and follows later limit changes), with or without this flag.")
 
@@ -236,8 +231,8 @@ func (o *Options) Validate() error {
 	if o.NodeDeployment && o.NodeName == "" {
 		errs = append(errs, errors.New("--node-deployment needs the NODE_NAME environment variable"))
 	}
-	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
-		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	if err := o.Client.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--worker-threads must be positive"))
@@ -248,8 +243,8 @@ func (o *Options) Validate() error {
 	if o.Timeout <= 0 {
 		errs = append(errs, errors.New("--timeout must be positive"))
 	}
-	if o.LoggingFormat != "text" && o.LoggingFormat != "json" {
-		errs = append(errs, fmt.Errorf("--logging-format: %q is neither text nor json", o.LoggingFormat))
+	if err := o.Logging.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.SnapshotNamePrefix == "" {
 		errs = append(errs, errors.New("--snapshot-name-prefix must not be empty"))
@@ -259,71 +254,3 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// Labels is a repeatable flag of comma-separated labels, each key=value or
-// key:value (the form of the community sidecars' --leader-election-labels).
-type Labels struct{ m map[string]string }
-
-// Set adds the labels of one flag occurrence.
-func (l *Labels) Set(s string) error {
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(item, "=")
-		if !ok {
-			k, v, ok = strings.Cut(item, ":")
-		}
-		if !ok || strings.TrimSpace(k) == "" {
-			return fmt.Errorf("malformed label %q: want key=value or key:value", item)
-		}
-		if l.m == nil {
-			l.m = map[string]string{}
-		}
-		l.m[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return nil
-}
-
-func (l *Labels) String() string {
-	if l == nil {
-		return ""
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(l.m)) {
-		parts = append(parts, k+"="+l.m[k])
-	}
-	return strings.Join(parts, ",")
-}
-
-// Map returns the labels (nil when none).
-func (l *Labels) Map() map[string]string { return maps.Clone(l.m) }
-
-// OptionalBool is a boolean flag that, like the community's
-// --automaxprocs, also takes an empty value as true.
-type OptionalBool bool
-
-// Set parses a boolean; "" is true.
-func (b *OptionalBool) Set(s string) error {
-	if s == "" {
-		*b = true
-		return nil
-	}
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	*b = OptionalBool(v)
-	return nil
-}
-
-func (b *OptionalBool) String() string {
-	if b == nil {
-		return "false"
-	}
-	return strconv.FormatBool(bool(*b))
-}
-
-// IsBoolFlag lets the flag stand alone (--automaxprocs).
-func (b *OptionalBool) IsBoolFlag() bool { return true }

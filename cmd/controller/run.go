@@ -1,4 +1,4 @@
-package controller
+package main
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -46,19 +45,12 @@ type clients struct {
 	snap snapclient.Interface
 }
 
+// restConfig is the client configuration both components start from.
 func (o *Options) restConfig() (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" || o.Master != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+	cfg, err := o.Client.RESTConfig("snapkeeper/" + version.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
 	}
-	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
-	cfg.UserAgent = "snapkeeper/" + version.Version
 	return cfg, nil
 }
 
@@ -95,9 +87,9 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface, component strin
 	return b.NewRecorder(eventScheme(), corev1.EventSource{Component: component})
 }
 
-// Run starts the enabled components and blocks until ctx is done or one of
+// run starts the enabled components and blocks until ctx is done or one of
 // them fails.
-func Run(ctx context.Context, o *Options) error {
+func run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting snapkeeper controller", "version", version.Version, "components", o.Components, "because", o.ComponentsReason)
 	if o.Automaxprocs {

@@ -1,4 +1,4 @@
-package controller
+package main
 
 import (
 	"flag"
@@ -7,8 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/snapkeeper/snapkeeper/pkg/logging"
 )
 
 func parse(t *testing.T, env map[string]string, args ...string) (*Options, error) {
@@ -17,7 +15,6 @@ func parse(t *testing.T, env map[string]string, args ...string) (*Options, error
 	o := NewOptions()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o.AddFlags(fs)
-	logging.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -124,7 +121,6 @@ func TestComponentsFollowTheCommandLine(t *testing.T) {
 			o := NewOptions()
 			fset := flag.NewFlagSet("test", flag.ContinueOnError)
 			o.AddFlags(fset)
-			logging.AddFlags(fset)
 			if err := fset.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
