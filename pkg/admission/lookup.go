@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -41,7 +42,11 @@ type ClusterLookup struct {
 	client     snapclientset.Interface
 	populators *PopulatorCache
 	groups     *groupClasses
-	synced     []cache.InformerSynced
+	// kube, when set, reads the claims a group selector matches (and a
+	// volume the cache does not hold yet) from the API server: see
+	// ReadClaimsLive.
+	kube   kubernetes.Interface
+	synced []cache.InformerSynced
 }
 
 // NewClusterLookup registers the informers it needs with the factories;
@@ -151,11 +156,20 @@ func (r requestLookup) GetPVC(namespace, name string) (*corev1.PersistentVolumeC
 }
 
 func (r requestLookup) ListPVCs(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	if r.l.kube != nil {
+		if claims, err := r.listPVCsLive(namespace, selector); err == nil {
+			return claims, nil
+		}
+	}
 	return r.l.pvcs.PersistentVolumeClaims(namespace).List(selector)
 }
 
 func (r requestLookup) GetPV(name string) (*corev1.PersistentVolume, error) {
-	return absent(r.l.pvs.Get(name))
+	pv, err := absent(r.l.pvs.Get(name))
+	if pv != nil || err != nil || r.l.kube == nil {
+		return pv, err
+	}
+	return r.getPVLive(name)
 }
 
 func (r requestLookup) PopulatorRegistered(group, kind string) (bool, error) {
