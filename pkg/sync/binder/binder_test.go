@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -26,9 +28,10 @@ func TestMain(m *testing.M) {
 }
 
 func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
-	vs := newSnapshot("s1")
-	h := newHarness(t, vs, pvc, pv, newClass("gold", testDriver, true), newClass("other", "other.driver", true))
+	pvc, pv := testkit.BoundClaim("pvc1")
+	vs := testkit.Snapshot("s1")
+	h := newHarness(t, vs, pvc, pv, testkit.SnapshotClass("gold", testkit.DefaultClass()),
+		testkit.SnapshotClass("other", testkit.Driver("other.driver"), testkit.DefaultClass()))
 
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
@@ -48,7 +51,7 @@ func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T
 			t.Errorf("snapshot lacks finalizer %s", f)
 		}
 	}
-	claim, _ := h.kube.CoreV1().PersistentVolumeClaims(testNS).Get(context.Background(), "pvc1", metav1.GetOptions{})
+	claim, _ := h.api.Kube.CoreV1().PersistentVolumeClaims(testNS).Get(context.Background(), "pvc1", metav1.GetOptions{})
 	if !snapshot.HasFinalizer(claim, snapshot.FinalizerPVCAsSource) {
 		t.Error("claim lacks the pvc-as-source finalizer")
 	}
@@ -70,7 +73,7 @@ func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T
 }
 
 func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
+	pvc, pv := testkit.BoundClaim("pvc1")
 	unbound := pvc.DeepCopy()
 	unbound.Status.Phase = corev1.ClaimPending
 	deleting := pvc.DeepCopy()
@@ -83,32 +86,32 @@ func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 		reason  string
 	}{
 		"no default class names the annotation to set": {
-			objs: []runtime.Object{pvc, pv}, vs: newSnapshot("s1"),
+			objs: []runtime.Object{pvc, pv}, vs: testkit.Snapshot("s1"),
 			message: "no default VolumeSnapshotClass for driver \"drv.example.com\"", reason: "SetDefaultSnapshotClassFailed",
 		},
 		"two default classes are named": {
-			objs:    []runtime.Object{pvc, pv, newClass("a", testDriver, true), newClass("b", testDriver, true)},
-			vs:      newSnapshot("s1"),
+			objs:    []runtime.Object{pvc, pv, testkit.SnapshotClass("a", testkit.DefaultClass()), testkit.SnapshotClass("b", testkit.DefaultClass())},
+			vs:      testkit.Snapshot("s1"),
 			message: "2 VolumeSnapshotClasses are the default for driver \"drv.example.com\" (a, b)", reason: "SetDefaultSnapshotClassFailed",
 		},
 		"a class of another driver is refused": {
-			objs: []runtime.Object{pvc, pv, newClass("x", "x.driver", false)}, vs: newSnapshot("s1", withClass("x")),
+			objs: []runtime.Object{pvc, pv, testkit.SnapshotClass("x", testkit.Driver("x.driver"))}, vs: testkit.Snapshot("s1", testkit.ClassName("x")),
 			message: "is for driver \"x.driver\" but the volume", reason: "GetSnapshotClassFailed",
 		},
 		"a missing class is waited for": {
-			objs: []runtime.Object{pvc, pv}, vs: newSnapshot("s1", withClass("later")),
+			objs: []runtime.Object{pvc, pv}, vs: testkit.Snapshot("s1", testkit.ClassName("later")),
 			message: "VolumeSnapshotClass \"later\" does not exist yet", reason: "GetSnapshotClassFailed",
 		},
 		"a missing claim is waited for": {
-			objs: []runtime.Object{newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
+			objs: []runtime.Object{testkit.SnapshotClass("a", testkit.DefaultClass())}, vs: testkit.Snapshot("s1"),
 			message: "PersistentVolumeClaim ns/pvc1 does not exist yet", reason: "SnapshotContentCreationFailed",
 		},
 		"an unbound claim is waited for": {
-			objs: []runtime.Object{unbound, pv, newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
+			objs: []runtime.Object{unbound, pv, testkit.SnapshotClass("a", testkit.DefaultClass())}, vs: testkit.Snapshot("s1"),
 			message: "is not bound yet", reason: "SnapshotContentCreationFailed",
 		},
 		"a claim being deleted is refused and gets no finalizer": {
-			objs: []runtime.Object{deleting, pv, newClass("a", testDriver, true)}, vs: newSnapshot("s1"),
+			objs: []runtime.Object{deleting, pv, testkit.SnapshotClass("a", testkit.DefaultClass())}, vs: testkit.Snapshot("s1"),
 			message: "is being deleted", reason: "SnapshotContentCreationFailed",
 		},
 	}
@@ -133,8 +136,7 @@ func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 				t.Errorf("events = %v, want one %s", ev, tc.reason)
 			}
 			// Same problem again: no write, no event (transitions only).
-			h.kube.ClearActions()
-			h.snap.ClearActions()
+			h.api.ClearActions()
 			h.c.snapshots.VolumeSnapshots(testNS) // cache may lag; use the server copy
 			if err := h.c.setError(context.Background(), h.getSnapshot("s1"), problemf(tc.reason, "%s", *st.Error.Message)); err != nil {
 				t.Fatal(err)
@@ -147,10 +149,10 @@ func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 }
 
 func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
-	vs := newSnapshot("s1", withClass("gold"), withFinalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
-	content := newContent(vs, ready("snap-1"))
-	h := newHarness(t, vs, content, pvc, pv, newClass("gold", testDriver, false))
+	pvc, pv := testkit.BoundClaim("pvc1")
+	vs := testkit.Snapshot("s1", testkit.ClassName("gold"), testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
+	content := newContent(vs, testkit.Ready("snap-1"))
+	h := newHarness(t, vs, content, pvc, pv, testkit.SnapshotClass("gold"))
 
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
@@ -167,7 +169,7 @@ func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
 		t.Errorf("events = %v, want one SnapshotReady", ev)
 	}
 	// As after a restart: the same objects again cost no write.
-	h.snap.ClearActions()
+	h.api.ClearActions()
 	if _, err := h.c.bound(context.Background(), got, content); err != nil {
 		t.Fatal(err)
 	}
@@ -184,19 +186,19 @@ func TestPreProvisionedBinding(t *testing.T) {
 		message string
 	}{
 		"an unclaimed content gets the snapshot's uid and its finalizer in one write": {
-			vs:      newSnapshot("s1", fromContent("pre")),
-			content: newContent(newSnapshot("s1"), named("pre"), preHandle("h1"), refUID(""), noFinalizer()),
+			vs:      testkit.Snapshot("s1", testkit.FromContent("pre")),
+			content: newContent(testkit.Snapshot("s1"), testkit.Named("pre"), testkit.PreProvisioned("h1"), testkit.RefUID(""), testkit.Finalizers()),
 			writes:  []string{"patch volumesnapshots", "patch volumesnapshotcontents"},
 		},
 		"a content of another snapshot is refused": {
-			vs:      newSnapshot("s1", fromContent("pre")),
-			content: newContent(newSnapshot("other"), named("pre"), preHandle("h1")),
+			vs:      testkit.Snapshot("s1", testkit.FromContent("pre")),
+			content: newContent(testkit.Snapshot("other"), testkit.Named("pre"), testkit.PreProvisioned("h1")),
 			writes:  []string{"patch volumesnapshots/status"},
 			message: "is bound to VolumeSnapshot ns/other",
 		},
 		"a content claimed by an older namesake is refused": {
-			vs:      newSnapshot("s1", fromContent("pre")),
-			content: newContent(newSnapshot("s1"), named("pre"), preHandle("h1"), refUID("old-uid")),
+			vs:      testkit.Snapshot("s1", testkit.FromContent("pre")),
+			content: newContent(testkit.Snapshot("s1"), testkit.Named("pre"), testkit.PreProvisioned("h1"), testkit.RefUID("old-uid")),
 			writes:  []string{"patch volumesnapshots/status"},
 			message: "uid \"old-uid\"",
 		},
@@ -226,12 +228,12 @@ func TestPreProvisionedBinding(t *testing.T) {
 }
 
 func TestDeletion(t *testing.T) {
-	fins := withFinalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound, "other.io/keep")
-	vs := newSnapshot("s1", deleted(), fins, boundTo(snapshot.ContentNameFor("uid-s1")))
+	fins := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound, "other.io/keep")
+	vs := testkit.Snapshot("s1", testkit.Deleted(), fins, testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
 	pending := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "restore", Namespace: testNS},
 		Spec: corev1.PersistentVolumeClaimSpec{DataSource: &corev1.TypedLocalObjectReference{
-			APIGroup: ptr(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s1"}},
+			APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s1"}},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	}
 	cases := map[string]struct {
@@ -240,12 +242,12 @@ func TestDeletion(t *testing.T) {
 		finalizers []string
 	}{
 		"a Delete content is marked and deleted; the snapshot waits for it": {
-			objs:       []runtime.Object{vs, newContent(vs, ready("h"))},
+			objs:       []runtime.Object{vs, newContent(vs, testkit.Ready("h"))},
 			writes:     []string{"patch volumesnapshotcontents", "delete volumesnapshotcontents"},
 			finalizers: vs.Finalizers,
 		},
 		"a Retain content is marked and the snapshot released at once": {
-			objs:       []runtime.Object{vs, newContent(vs, ready("h"), retain())},
+			objs:       []runtime.Object{vs, newContent(vs, testkit.Ready("h"), testkit.Retain())},
 			writes:     []string{"patch volumesnapshotcontents", "patch volumesnapshots"},
 			finalizers: []string{"other.io/keep"},
 		},
@@ -255,12 +257,12 @@ func TestDeletion(t *testing.T) {
 			finalizers: []string{"other.io/keep"},
 		},
 		"a pending restore keeps every finalizer and leaves the content alone": {
-			objs:       []runtime.Object{vs, pending, newContent(vs, ready("h"))},
+			objs:       []runtime.Object{vs, pending, newContent(vs, testkit.Ready("h"))},
 			writes:     nil,
 			finalizers: vs.Finalizers,
 		},
 		"a content of another snapshot is never touched": {
-			objs:       []runtime.Object{vs, newContent(vs, ready("h"), refUID("someone-else"))},
+			objs:       []runtime.Object{vs, newContent(vs, testkit.Ready("h"), testkit.RefUID("someone-else"))},
 			writes:     []string{"patch volumesnapshots"},
 			finalizers: []string{"other.io/keep"},
 		},
@@ -277,7 +279,7 @@ func TestDeletion(t *testing.T) {
 			if got := h.getSnapshot("s1").Finalizers; !slices.Equal(got, tc.finalizers) {
 				t.Errorf("finalizers = %v, want %v", got, tc.finalizers)
 			}
-			c, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{})
+			c, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{})
 			if err == nil && c.Spec.VolumeSnapshotRef.UID == vs.UID && len(tc.writes) > 0 && !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
 				t.Error("own content lacks the being-deleted mark")
 			}
@@ -289,17 +291,17 @@ func TestDeletion(t *testing.T) {
 }
 
 func TestClaimFinalizerHeldUntilTheSnapshotIsReady(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
+	pvc, pv := testkit.BoundClaim("pvc1")
 	pvc.Finalizers = []string{"kubernetes.io/pvc-protection", snapshot.FinalizerPVCAsSource}
-	vs := newSnapshot("s1", boundTo(snapshot.ContentNameFor("uid-s1")))
+	vs := testkit.Snapshot("s1", testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
 	cases := map[string]struct {
 		content *snapv1.VolumeSnapshotContent
 		release bool
 	}{
-		"content without handle keeps it":                      {newContent(vs, marked(snapshot.AnnBeingCreated)), false},
-		"handle but still marked keeps it":                     {newContent(vs, ready("h"), marked(snapshot.AnnBeingCreated)), false},
-		"handle, unmarked, ready releases it":                  {newContent(vs, ready("h")), true},
-		"handle, unmarked, not ready yet keeps it (upload)":    {newContent(vs, notReady("h")), false},
+		"content without handle keeps it":                      {newContent(vs, testkit.Marked(snapshot.AnnBeingCreated)), false},
+		"handle but still marked keeps it":                     {newContent(vs, testkit.Ready("h"), testkit.Marked(snapshot.AnnBeingCreated)), false},
+		"handle, unmarked, ready releases it":                  {newContent(vs, testkit.Ready("h")), true},
+		"handle, unmarked, not ready yet keeps it (upload)":    {newContent(vs, testkit.Status(testkit.Cut("h", false))), false},
 		"a snapshot whose content is not created yet keeps it": {nil, false},
 	}
 	for name, tc := range cases {
@@ -312,7 +314,7 @@ func TestClaimFinalizerHeldUntilTheSnapshotIsReady(t *testing.T) {
 			if _, err := h.c.syncPVC(context.Background(), testNS+"/pvc1"); err != nil {
 				t.Fatal(err)
 			}
-			claim, _ := h.kube.CoreV1().PersistentVolumeClaims(testNS).Get(context.Background(), "pvc1", metav1.GetOptions{})
+			claim, _ := h.api.Kube.CoreV1().PersistentVolumeClaims(testNS).Get(context.Background(), "pvc1", metav1.GetOptions{})
 			if got := !snapshot.HasFinalizer(claim, snapshot.FinalizerPVCAsSource); got != tc.release {
 				t.Fatalf("released = %v, want %v (finalizers %v)", got, tc.release, claim.Finalizers)
 			}
@@ -324,7 +326,7 @@ func TestClaimFinalizerHeldUntilTheSnapshotIsReady(t *testing.T) {
 }
 
 func TestBackupToolContentGetsFinalizerBoundOrNot(t *testing.T) {
-	velero := newContent(newSnapshot("gone"), named("velero-c"), preHandle("h1"), noFinalizer(), refUID(""))
+	velero := newContent(testkit.Snapshot("gone"), testkit.Named("velero-c"), testkit.PreProvisioned("h1"), testkit.Finalizers(), testkit.RefUID(""))
 	velero.Finalizers = []string{"velero.io/volume-snapshot-content-protect-finalizer"}
 	h := newHarness(t, velero)
 	if _, err := h.c.syncContent(context.Background(), "velero-c"); err != nil {
@@ -338,7 +340,7 @@ func TestBackupToolContentGetsFinalizerBoundOrNot(t *testing.T) {
 }
 
 func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
+	pvc, pv := testkit.BoundClaim("pvc1")
 	cases := map[string]struct {
 		verb, resource string
 		err            error
@@ -348,16 +350,12 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, newSnapshot("s1"), pvc, pv, newClass("gold", testDriver, true))
-			if tc.resource == "persistentvolumeclaims" {
-				failNext(h.kube, tc.verb, tc.resource, tc.err)
-			} else {
-				failNext(h.snap, tc.verb, tc.resource, tc.err)
-			}
+			h := newHarness(t, testkit.Snapshot("s1"), pvc, pv, testkit.SnapshotClass("gold", testkit.DefaultClass()))
+			h.api.Inject(testkit.Fault{Verb: tc.verb, Resource: tc.resource, Err: tc.err})
 			if _, err := h.syncSnapshot("s1"); err == nil {
 				t.Fatal("want the error back, for a rate-limited retry")
 			}
-			if _, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Fatalf("content created although a protection write failed: %v", err)
 			}
 		})

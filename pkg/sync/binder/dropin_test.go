@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
 // Behaviours that must match the community snapshot-controller v8.6.0
@@ -17,10 +18,10 @@ import (
 
 func TestBoundSnapshotNamesItsContentBeforeTheCSISideReports(t *testing.T) {
 	msg := "PersistentVolumeClaim is not bound yet"
-	vs := newSnapshot("s1", withClass("gold"), withFinalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
+	vs := testkit.Snapshot("s1", testkit.ClassName("gold"), testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
 	vs.Status = &snapv1.VolumeSnapshotStatus{Error: &snapv1.VolumeSnapshotError{Message: &msg}}
-	pvc, pv := boundPVC("pvc1")
-	h := newHarness(t, vs, pvc, pv, newClass("gold", testDriver, false), newContent(vs))
+	pvc, pv := testkit.BoundClaim("pvc1")
+	h := newHarness(t, vs, pvc, pv, testkit.SnapshotClass("gold"), newContent(vs))
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +43,12 @@ func TestPreProvisionedContentChecks(t *testing.T) {
 		wantClass  string
 	}{
 		"a content without a snapshot handle is refused": {
-			content:    newContent(newSnapshot("s1"), named("c1"), refUID("")),
+			content:    newContent(testkit.Snapshot("s1"), testkit.Named("c1"), testkit.RefUID("")),
 			wantReason: snapshot.ReasonSnapshotContentMismatch,
 		},
 		"a content being deleted is not bound": {
 			content: func() *snapv1.VolumeSnapshotContent {
-				c := newContent(newSnapshot("s1"), named("c1"), preHandle("h1"), refUID(""))
+				c := newContent(testkit.Snapshot("s1"), testkit.Named("c1"), testkit.PreProvisioned("h1"), testkit.RefUID(""))
 				now := metav1.Now()
 				c.DeletionTimestamp = &now
 				return c
@@ -55,13 +56,13 @@ func TestPreProvisionedContentChecks(t *testing.T) {
 			wantReason: snapshot.ReasonSnapshotContentMissing,
 		},
 		"binding copies the snapshot's class into the content": {
-			content:   newContent(newSnapshot("s1"), named("c1"), preHandle("h1"), refUID("")),
+			content:   newContent(testkit.Snapshot("s1"), testkit.Named("c1"), testkit.PreProvisioned("h1"), testkit.RefUID("")),
 			wantClass: "gold",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			vs := newSnapshot("s1", fromContent("c1"), withClass("gold"))
+			vs := testkit.Snapshot("s1", testkit.FromContent("c1"), testkit.ClassName("gold"))
 			h := newHarness(t, vs, tc.content)
 			if _, err := h.syncSnapshot("s1"); err != nil {
 				t.Fatal(err)
@@ -86,13 +87,13 @@ func TestPreProvisionedContentChecks(t *testing.T) {
 }
 
 func TestVolumeOfAnotherClaimIsNotSnapshotted(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
+	pvc, pv := testkit.BoundClaim("pvc1")
 	pv.Spec.ClaimRef.Name = "someone-else"
-	h := newHarness(t, newSnapshot("s1", withClass("gold")), pvc, pv, newClass("gold", testDriver, false))
+	h := newHarness(t, testkit.Snapshot("s1", testkit.ClassName("gold")), pvc, pv, testkit.SnapshotClass("gold"))
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); err == nil {
+	if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); err == nil {
 		t.Fatal("content created for a volume bound to another claim")
 	}
 	if ev := strings.Join(h.events(), "\n"); !strings.Contains(ev, "claimRef") {
@@ -102,7 +103,7 @@ func TestVolumeOfAnotherClaimIsNotSnapshotted(t *testing.T) {
 
 func TestDistributedSnapshottingMatchesNodesByAnyTopologyKey(t *testing.T) {
 	const zoneKey = "topology.drv.example.com/node"
-	pvc, pv := boundPVC("pvc1")
+	pvc, pv := testkit.BoundClaim("pvc1")
 	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
 			Key: zoneKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"rack-7"},
@@ -113,7 +114,7 @@ func TestDistributedSnapshottingMatchesNodesByAnyTopologyKey(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{zoneKey: "rack-7"}}},
 	}
 	h := newHarnessWith(t, func(c *Config) { c.DistributedSnapshotting = true },
-		newSnapshot("s1", withClass("gold")), pvc, pv, newClass("gold", testDriver, false), nodes[0], nodes[1])
+		testkit.Snapshot("s1", testkit.ClassName("gold")), pvc, pv, testkit.SnapshotClass("gold"), nodes[0], nodes[1])
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +125,9 @@ func TestDistributedSnapshottingMatchesNodesByAnyTopologyKey(t *testing.T) {
 }
 
 func TestSourceVolumeModeOff(t *testing.T) {
-	pvc, pv := boundPVC("pvc1")
+	pvc, pv := testkit.BoundClaim("pvc1")
 	h := newHarnessWith(t, func(c *Config) { c.SourceVolumeMode = false },
-		newSnapshot("s1", withClass("gold")), pvc, pv, newClass("gold", testDriver, false))
+		testkit.Snapshot("s1", testkit.ClassName("gold")), pvc, pv, testkit.SnapshotClass("gold"))
 	if _, err := h.syncSnapshot("s1"); err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
@@ -34,7 +36,7 @@ func TestAPIErrors(t *testing.T) {
 		"a failed status write after a create keeps the mark: the snapshot is not forgotten": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			inject:         []injection{{verb: "patch", resource: "volumesnapshotcontents", subresource: "status", err: apierrors.NewServiceUnavailable("etcd"), times: 1}},
+			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd"), Times: 1}},
 			wantErr:        true,
 			wantWrites:     []string{"patch status"},
 			wantMark:       true,
@@ -43,23 +45,23 @@ func TestAPIErrors(t *testing.T) {
 		"a failed unmark after the status write keeps the handle; the mark goes next time": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			inject:         []injection{{verb: "patch", resource: "volumesnapshotcontents", err: apierrors.NewTimeoutError("slow", 1), times: 1}},
+			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Err: apierrors.NewTimeoutError("slow", 1), Times: 1}},
 			wantErr:        true,
 			wantWrites:     []string{"patch status", "patch"},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a conflict while marking a community content calls nothing": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), finalizers())), objects: classes},
-			inject:     []injection{{verb: "patch", resource: "volumesnapshotcontents", err: conflict(), times: 1}},
+			setup:      setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers())), objects: classes},
+			inject:     []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Err: conflict(), Times: 1}},
 			wantErr:    true,
 			wantWrites: []string{"patch"},
 		},
 		"a failed status.error write is returned and sends no event": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Internal, "boom"))},
-			inject:         []injection{{verb: "patch", resource: "volumesnapshotcontents", subresource: "status", err: apierrors.NewServiceUnavailable("etcd"), times: 1}},
+			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd"), Times: 1}},
 			wantErr:        true,
 			wantWrites:     []string{"patch status"},
 			wantMark:       true,
@@ -67,13 +69,13 @@ func TestAPIErrors(t *testing.T) {
 		},
 		"a failed secret read is shown and nothing is called": {
 			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes, secrets: credsSecrets},
-			inject:         []injection{{verb: "get", resource: "secrets", err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no access")), times: 1}},
+			inject:         []testkit.Fault{{Verb: "get", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no access")), Times: 1}},
 			wantRequeue:    retryBackoff.Start,
 			wantWrites:     []string{"patch status"},
 			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access`},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access`)),
+			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access`)),
 		},
 	})
 }
@@ -82,9 +84,9 @@ func TestAPIErrors(t *testing.T) {
 // copy's resourceVersion, so a cache behind the server gets a conflict and
 // nobody's finalizer is lost.
 func TestStaleCacheConflict(t *testing.T) {
-	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), finalizers())), objects: classes})
+	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers())), objects: classes})
 	p := []byte(`{"metadata":{"finalizers":["` + veleroFinal + `"]}}`)
-	if _, err := h.api.snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
+	if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.sync("c1")
@@ -96,7 +98,7 @@ func TestStaleCacheConflict(t *testing.T) {
 	if _, err := h.sync("c1"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.server("c1").Finalizers, []string{veleroFinal, snapshot.FinalizerContentBound}; !slices.Equal(got, want) {
+	if got, want := h.api.Content("c1").Finalizers, []string{veleroFinal, snapshot.FinalizerContentBound}; !slices.Equal(got, want) {
 		t.Errorf("finalizers %v, want %v", got, want)
 	}
 }
@@ -147,10 +149,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := []byte(`{"metadata":{"annotations":{"` + snapshot.AnnBeingDeleted + `":"yes"}}}`)
-	if _, err := h.api.snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
+	if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.api.snap.SnapshotV1().VolumeSnapshotContents().Delete(h.ctx, "c1", metav1.DeleteOptions{}); err != nil {
+	if err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Delete(h.ctx, "c1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.refresh()
@@ -183,12 +185,12 @@ func TestRun(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	defer cancel()
-	api := newFakeAPI(objs(goldClass()), nil)
+	api := testkit.NewAPI(t, goldClass())
 	drv := &fakeDriver{t: t, caps: csi.Capabilities{CreateDeleteSnapshot: true}}
 	t.Cleanup(drv.verify)
 	factory := fakeFactory(api)
 	ctrl := New(Config{
-		Driver: drv, Kube: api.kube, Snap: api.snap, Writer: writer.New(api.kube, api.snap, nil),
+		Driver: drv, Kube: api.Kube, Snap: api.Snap, Writer: writer.New(api.Kube, api.Snap, nil),
 		ContentInformer: factory.Snapshot().V1().VolumeSnapshotContents(),
 		ClassInformer:   factory.Snapshot().V1().VolumeSnapshotClasses(),
 		Recorder:        record.NewFakeRecorder(100), SnapshotNameUUIDLength: -1, Backoff: retryBackoff,
@@ -199,24 +201,24 @@ func TestRun(t *testing.T) {
 	go func() { done <- ctrl.Run(ctx, 2) }()
 
 	drv.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil))
-	if _, err := api.snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, newContent("c1"), metav1.CreateOptions{}); err != nil {
+	if _, err := api.Snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, newContent("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, "the content to be ready and unmarked", func() bool {
-		c, err := api.snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, "c1", metav1.GetOptions{})
+		c, err := api.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, "c1", metav1.GetOptions{})
 		return err == nil && isReady(c) && !isMarkedCreating(c)
 	})
 
 	drv.script(deleteCall("snap-id", nil, nil))
 	mark := []byte(`{"metadata":{"annotations":{"` + snapshot.AnnBeingDeleted + `":"yes"}}}`)
-	if _, err := api.snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, "c1", types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
+	if _, err := api.Snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, "c1", types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := api.snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, "c1", metav1.DeleteOptions{}); err != nil {
+	if err := api.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, "c1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, "the content to be gone", func() bool {
-		_, err := api.snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, "c1", metav1.GetOptions{})
+		_, err := api.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, "c1", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	// Give stray syncs a moment to make an unexpected call.
@@ -232,9 +234,9 @@ func TestRun(t *testing.T) {
 // clientset's "no WatchList" flag, so the reflector would wait for a
 // bookmark the fake never sends; the content and class informers are made
 // here with the flag passed on.
-func fakeFactory(api *fakeAPI) snapinformers.SharedInformerFactory {
-	factory := snapinformers.NewSharedInformerFactory(api.snap, 0)
-	v1 := api.snap.SnapshotV1()
+func fakeFactory(api *testkit.API) snapinformers.SharedInformerFactory {
+	factory := snapinformers.NewSharedInformerFactory(api.Snap, 0)
+	v1 := api.Snap.SnapshotV1()
 	factory.InformerFor(&snapv1.VolumeSnapshotContent{}, func(_ snapclient.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -243,7 +245,7 @@ func fakeFactory(api *fakeAPI) snapinformers.SharedInformerFactory {
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return v1.VolumeSnapshotContents().Watch(ctx, o)
 			},
-		}, api.snap), &snapv1.VolumeSnapshotContent{}, resync, cache.Indexers{})
+		}, api.Snap), &snapv1.VolumeSnapshotContent{}, resync, cache.Indexers{})
 	})
 	factory.InformerFor(&snapv1.VolumeSnapshotClass{}, func(_ snapclient.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
@@ -253,7 +255,7 @@ func fakeFactory(api *fakeAPI) snapinformers.SharedInformerFactory {
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				return v1.VolumeSnapshotClasses().Watch(ctx, o)
 			},
-		}, api.snap), &snapv1.VolumeSnapshotClass{}, resync, cache.Indexers{})
+		}, api.Snap), &snapv1.VolumeSnapshotClass{}, resync, cache.Indexers{})
 	})
 	return factory
 }
@@ -274,10 +276,10 @@ func TestHandles(t *testing.T) {
 		want    bool
 	}{
 		"a content of our driver":                        {content: newContent("c1"), want: true},
-		"a content of another driver":                    {content: newContent("c1", ofDriver("x")), want: false},
-		"a group member (released on deletion)":          {content: newContent("c1", annotated(snapshot.AnnVolumeGroupSnapshotHandle, "")), want: true},
-		"a content of this node in a node deployment":    {node: "n1", content: newContent("c1", labelled(snapshot.LabelManagedBy, "n1")), want: true},
-		"a content of another node in a node deployment": {node: "n1", content: newContent("c1", labelled(snapshot.LabelManagedBy, "n2")), want: false},
+		"a content of another driver":                    {content: newContent("c1", testkit.Driver("x")), want: false},
+		"a group member (released on deletion)":          {content: newContent("c1", testkit.Annotated(snapshot.AnnVolumeGroupSnapshotHandle, "")), want: true},
+		"a content of this node in a node deployment":    {node: "n1", content: newContent("c1", testkit.Labelled(snapshot.LabelManagedBy, "n1")), want: true},
+		"a content of another node in a node deployment": {node: "n1", content: newContent("c1", testkit.Labelled(snapshot.LabelManagedBy, "n2")), want: false},
 		"an unlabelled content in a node deployment":     {node: "n1", content: newContent("c1"), want: false},
 	}
 	for name, tc := range cases {

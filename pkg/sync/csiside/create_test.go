@@ -7,9 +7,11 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
 func TestCreate(t *testing.T) {
@@ -20,21 +22,21 @@ func TestCreate(t *testing.T) {
 			calls:          []call{createCall(goldRequest(testSecrets), snapOf("snap-id", true), nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a content of a community binder gets the mark and the finalizer before the call": {
-			setup: setup{contents: contents(newContent("c1", unmarked(), finalizers())), objects: classes},
+			setup: setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers())), objects: classes},
 			calls: []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
 			// The mark is checked on the API server during the call below.
 			wantWrites:     []string{"patch", "patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a Retain content of a community binder gets the mark but no finalizer": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), finalizers(), retain())), objects: classes},
+			setup:      setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers(), testkit.Retain())), objects: classes},
 			calls:      []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
 			wantWrites: []string{"patch", "patch status", "patch"},
-			wantStatus: ptr(cut("snap-id", true)),
+			wantStatus: ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a snapshot cut but not ready yet is polled again after 100ms": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
@@ -42,7 +44,7 @@ func TestCreate(t *testing.T) {
 			wantRequeue:    pollStart,
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", false)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", false)),
 		},
 		"an error that may mean the driver is still cutting keeps the mark and shows the driver's message": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
@@ -52,7 +54,7 @@ func TestCreate(t *testing.T) {
 			wantEvents:     []string{"Warning SnapshotCreationFailed " + inProgressMsg},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(inProgressMsg)),
+			wantStatus:     ptr.To(errorStatus(inProgressMsg)),
 		},
 		"a final error shows the driver's message, then clears the mark": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
@@ -61,15 +63,15 @@ func TestCreate(t *testing.T) {
 			wantWrites:     []string{"patch status", "patch"},
 			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
+			wantStatus:     ptr.To(errorStatus("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
 		},
 		"the same error again writes nothing and sends no event": {
-			setup:          setup{contents: contents(newContent("c1", withStatus(errorStatus(inProgressMsg)))), objects: classes},
+			setup:          setup{contents: contents(newContent("c1", testkit.Status(errorStatus(inProgressMsg)))), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
 			wantRequeue:    retryBackoff.Start,
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(inProgressMsg)),
+			wantStatus:     ptr.To(errorStatus(inProgressMsg)),
 		},
 		"an error without a gRPC status counts as possibly in progress": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
@@ -79,17 +81,17 @@ func TestCreate(t *testing.T) {
 			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: connection reset"},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus("Failed to create snapshot: connection reset")),
+			wantStatus:     ptr.To(errorStatus("Failed to create snapshot: connection reset")),
 		},
 		"success after an error clears status.error in the same patch": {
-			setup:          setup{contents: contents(newContent("c1", withStatus(errorStatus(inProgressMsg)))), objects: classes},
+			setup:          setup{contents: contents(newContent("c1", testkit.Status(errorStatus(inProgressMsg)))), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a content without a VolumeSnapshot UID waits and calls nothing": {
-			setup:          setup{contents: contents(newContent("c1", refTo("default", "snap-1", ""))), objects: classes},
+			setup:          setup{contents: contents(newContent("c1", testkit.RefTo("default", "snap-1", ""))), objects: classes},
 			wantMark:       true,
 			wantFinalizers: bound,
 		},
@@ -100,7 +102,7 @@ func TestCreate(t *testing.T) {
 			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)),
+			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)),
 		},
 		"a missing secret is shown in status.error, nothing called": {
 			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes},
@@ -109,7 +111,7 @@ func TestCreate(t *testing.T) {
 			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)),
+			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)),
 		},
 		"extra metadata, the name prefix and a truncated UID reach the driver": {
 			setup: setup{contents: contents(newContent("c1")), objects: classes, config: func(c *Config) {
@@ -129,42 +131,42 @@ func TestCreate(t *testing.T) {
 			}, snapOf("snap-id", true), nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a content without a class is cut without parameters": {
-			setup: setup{contents: contents(newContent("c1", noClass()))},
+			setup: setup{contents: contents(newContent("c1", testkit.ClassName("")))},
 			calls: []call{createCall(csi.CreateRequest{Name: testCSIName, SourceVolumeID: "vol-1", Parameters: map[string]string{}},
 				snapOf("snap-id", true), nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a snapshot without size or time gets the time of the answer and no restoreSize": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), &csi.Snapshot{ID: "snap-id", ReadyToUse: true}, nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
-			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr("snap-id"), ReadyToUse: ptr(true), CreationTime: ptr(testTime.UnixNano())},
+			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("snap-id"), ReadyToUse: ptr.To(true), CreationTime: ptr.To(testTime.UnixNano())},
 		},
 		"a ready content with a mark left over loses the mark and calls nothing": {
-			setup:          setup{contents: contents(newContent("c1", withStatus(cut("snap-id", true)))), objects: classes},
+			setup:          setup{contents: contents(newContent("c1", testkit.Status(testkit.Cut("snap-id", true)))), objects: classes},
 			wantWrites:     []string{"patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a ready content costs nothing": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), withStatus(cut("snap-id", true)))), objects: classes},
+			setup:          setup{contents: contents(newContent("c1", unmarked(), testkit.Status(testkit.Cut("snap-id", true)))), objects: classes},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 	})
 }
 
 func TestCreateMarksBeforeTheCall(t *testing.T) {
-	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), finalizers())), objects: classes})
+	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers())), objects: classes})
 	c := createCall(goldRequest(nil), snapOf("snap-id", true), nil)
 	c.during = func() {
-		got := h.server("c1")
+		got := h.api.Content("c1")
 		if !snapshot.HasAnnotation(got, snapshot.AnnBeingCreated, snapshot.ValueYes) || !snapshot.HasFinalizer(got, snapshot.FinalizerContentBound) {
 			t.Errorf("during CreateSnapshot the server holds annotations %v, finalizers %v; want the mark and the finalizer",
 				got.Annotations, got.Finalizers)
@@ -197,7 +199,7 @@ func TestPollUntilReady(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, setup{
 				contents: contents(newContent("c1")), objects: classes, caps: tc.caps,
-				secrets: objs(newSecret("secrets", "list-c1", map[string]string{"list": "token"})),
+				secrets: objs(testkit.Secret("secrets", "list-c1", map[string]string{"list": "token"})),
 			})
 			h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", false), nil))
 			res, err := h.sync("c1")
@@ -232,7 +234,7 @@ func TestPollUntilReady(t *testing.T) {
 			if res, err := h.sync("c1"); err != nil || res.RequeueAfter != 0 {
 				t.Fatalf("last poll: %v, %v; want done", res, err)
 			}
-			if got := h.server("c1").Status; !*got.ReadyToUse || got.Error != nil {
+			if got := h.api.Content("c1").Status; !*got.ReadyToUse || got.Error != nil {
 				t.Errorf("status after the ready poll: %+v", got)
 			}
 			if n := h.ctrl.polls.len(); n != 0 {

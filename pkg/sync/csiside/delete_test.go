@@ -8,13 +8,15 @@ import (
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
 func TestDelete(t *testing.T) {
-	ready := withStatus(cut("snap-id", true))
-	boundSnapshot := objs(newSnapshot("default", "snap-1", testUID))
+	ready := testkit.Status(testkit.Cut("snap-id", true))
+	boundSnapshot := objs(testkit.Snapshot("snap-1", testkit.InNamespace("default"), testkit.UID(testUID)))
 	inFlightMsg := "Failed to finish the CreateSnapshot that may be in flight: Unavailable: driver restarting"
 	runSyncCases(t, map[string]syncCase{
 		"a content marked being-deleted has its snapshot deleted with the secret, then its finalizer removed": {
@@ -24,32 +26,32 @@ func TestDelete(t *testing.T) {
 			wantGone:   true,
 		},
 		"a bound content deleted without the mark calls nothing and waits for the mark": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted())), objects: boundSnapshot},
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Deleted())), objects: boundSnapshot},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"an unbound pre-provisioned content deleted at once (Velero) has its snapshot deleted": {
-			setup: setup{contents: contents(newContent("c1", preProvisioned("backend-1"),
-				refTo("velero", "velero-snap", ""), beingDeleted()))},
+			setup: setup{contents: contents(newContent("c1", testkit.PreProvisioned("backend-1"), unmarked(),
+				testkit.RefTo("velero", "velero-snap", ""), testkit.Deleted()))},
 			calls:      []call{deleteCall("backend-1", nil, nil)},
 			wantWrites: []string{"patch"},
 			wantGone:   true,
 		},
 		"a content whose VolumeSnapshot is gone keeps its backend snapshot (it may be a copy from another cluster)": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted()))},
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Deleted()))},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a content whose VolumeSnapshot was replaced by a namesake keeps its backend snapshot": {
-			setup: setup{contents: contents(newContent("c1", unmarked(), ready, beingDeleted())),
-				objects: objs(newSnapshot("default", "snap-1", "another-uid"))},
+			setup: setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Deleted())),
+				objects: objs(testkit.Snapshot("snap-1", testkit.InNamespace("default"), testkit.UID("another-uid")))},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a bound Retain content deleted without the mark keeps its finalizer": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, retain(), beingDeleted())), objects: boundSnapshot},
+			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Retain(), testkit.Deleted())), objects: boundSnapshot},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a create that may be in flight is finished, its handle stored, then deleted": {
 			setup: setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
@@ -74,7 +76,7 @@ func TestDelete(t *testing.T) {
 			wantEvents:     []string{"Warning SnapshotDeleteError " + inFlightMsg},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(inFlightMsg)),
+			wantStatus:     ptr.To(errorStatus(inFlightMsg)),
 		},
 		"AlreadyExists while finishing a create keeps the content: a snapshot of that name exists": {
 			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
@@ -84,7 +86,7 @@ func TestDelete(t *testing.T) {
 			wantEvents:     []string{"Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters"},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")),
+			wantStatus:     ptr.To(errorStatus("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")),
 		},
 		"a create in flight whose class is gone keeps the content rather than guess": {
 			setup:          setup{contents: contents(newContent("c1", markedDeleted()))},
@@ -93,7 +95,7 @@ func TestDelete(t *testing.T) {
 			wantEvents:     []string{`Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr(errorStatus(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)),
+			wantStatus:     ptr.To(errorStatus(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)),
 		},
 		"a dynamic content never called (no mark, no handle) is released without a call": {
 			setup:      setup{contents: contents(newContent("c1", unmarked(), markedDeleted()))},
@@ -101,7 +103,7 @@ func TestDelete(t *testing.T) {
 			wantGone:   true,
 		},
 		"Retain only removes the finalizer once marked": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, retain(), markedDeleted())), objects: boundSnapshot},
+			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Retain(), markedDeleted())), objects: boundSnapshot},
 			wantWrites: []string{"patch"},
 			wantGone:   true,
 		},
@@ -112,7 +114,7 @@ func TestDelete(t *testing.T) {
 			wantWrites:     []string{"patch status"},
 			wantEvents:     []string{"Warning SnapshotDeleteError Failed to delete snapshot: FailedPrecondition: snapshot has clones"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(withError(cut("snap-id", true), "Failed to delete snapshot: FailedPrecondition: snapshot has clones")),
+			wantStatus:     ptr.To(withError(testkit.Cut("snap-id", true), "Failed to delete snapshot: FailedPrecondition: snapshot has clones")),
 		},
 		"a missing deletion secret keeps the finalizer and shows why": {
 			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, withSecret(), markedDeleted()))},
@@ -120,32 +122,32 @@ func TestDelete(t *testing.T) {
 			wantWrites:     []string{"patch status"},
 			wantEvents:     []string{`Warning SnapshotDeleteError Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`},
 			wantFinalizers: bound,
-			wantStatus:     ptr(withError(cut("snap-id", true), `Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)),
+			wantStatus:     ptr.To(withError(testkit.Cut("snap-id", true), `Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)),
 		},
 		"other finalizers keep the object: the deleted handle is cleared before our finalizer goes": {
 			setup: setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted(),
-				finalizers(snapshot.FinalizerContentBound, veleroFinal)))},
+				testkit.Finalizers(snapshot.FinalizerContentBound, veleroFinal)))},
 			calls:          []call{deleteCall("snap-id", nil, nil)},
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: []string{veleroFinal},
 			wantStatus: &snapv1.VolumeSnapshotContentStatus{
-				CreationTime: ptr(testTime.UnixNano()), RestoreSize: ptr(int64(1 << 30)), ReadyToUse: ptr(true),
+				CreationTime: ptr.To(testTime.UnixNano()), RestoreSize: ptr.To(int64(1 << 30)), ReadyToUse: ptr.To(true),
 			},
 		},
 		"a deleted content without our finalizer is left alone": {
 			setup: setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted(),
-				finalizers(veleroFinal)))},
+				testkit.Finalizers(veleroFinal)))},
 			wantFinalizers: []string{veleroFinal},
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 		"a conflict when removing the finalizer is retried (DeleteSnapshot is idempotent)": {
 			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted()))},
 			calls:          []call{deleteCall("snap-id", nil, nil)},
-			inject:         []injection{{verb: "patch", resource: "volumesnapshotcontents", err: conflict(), times: 1}},
+			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Err: conflict(), Times: 1}},
 			wantErr:        true,
 			wantWrites:     []string{"patch"},
 			wantFinalizers: bound,
-			wantStatus:     ptr(cut("snap-id", true)),
+			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 	})
 }
@@ -154,18 +156,18 @@ func TestDelete(t *testing.T) {
 // delivered it, never earlier (https://github.com/kubernetes-csi/external-snapshotter/issues/1446).
 func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
 	h := newHarness(t, setup{
-		contents: contents(newContent("c1", unmarked(), withStatus(cut("snap-id", true)), beingDeleted())),
-		objects:  objs(newSnapshot("default", "snap-1", testUID)),
+		contents: contents(newContent("c1", unmarked(), testkit.Status(testkit.Cut("snap-id", true)), testkit.Deleted())),
+		objects:  objs(testkit.Snapshot("snap-1", testkit.InNamespace("default"), testkit.UID(testUID))),
 	})
 	// The binder marks the content; the watch has not delivered it yet.
 	p := []byte(`{"metadata":{"annotations":{"` + snapshot.AnnBeingDeleted + `":"yes"}}}`)
-	if _, err := h.api.snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", "application/merge-patch+json", p, metav1.PatchOptions{}); err != nil {
+	if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", "application/merge-patch+json", p, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.sync("c1"); err != nil {
 		t.Fatalf("sync before the event: %v", err)
 	}
-	if h.server("c1") == nil {
+	if h.api.Content("c1") == nil {
 		t.Fatal("content released before its mark reached the cache")
 	}
 	h.refresh()
@@ -173,7 +175,7 @@ func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
 	if _, err := h.sync("c1"); err != nil {
 		t.Fatal(err)
 	}
-	if h.server("c1") != nil {
+	if h.api.Content("c1") != nil {
 		t.Error("content still exists after the marked deletion")
 	}
 }
@@ -181,7 +183,7 @@ func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
 // TestDeleteAfterRetries: a DeleteSnapshot that failed is called again on
 // the next sync, and success then releases the content.
 func TestDeleteAfterRetries(t *testing.T) {
-	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), withStatus(cut("snap-id", true)), markedDeleted()))})
+	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), testkit.Status(testkit.Cut("snap-id", true)), markedDeleted()))})
 	h.driver.script(deleteCall("snap-id", nil, grpcErr(codes.DeadlineExceeded, "slow backend")))
 	if _, err := h.sync("c1"); err == nil {
 		t.Fatal("want an error from the failed DeleteSnapshot")
@@ -199,7 +201,7 @@ func TestDeleteAfterRetries(t *testing.T) {
 	if _, err := h.sync("c1"); err != nil {
 		t.Fatal(err)
 	}
-	if h.server("c1") != nil {
+	if h.api.Content("c1") != nil {
 		t.Error("content still exists")
 	}
 }
@@ -209,12 +211,12 @@ func TestDeleteAfterRetries(t *testing.T) {
 // it again (idempotent) and deletes what was cut. Nothing leaks.
 func TestDeleteWhileCreateInFlightAfterStatusFailure(t *testing.T) {
 	h := newHarness(t, setup{contents: contents(newContent("c1", markedDeleted())), objects: classes})
-	h.api.failNext("patch", "volumesnapshotcontents", "status", apierrors.NewServiceUnavailable("etcd"), 1)
+	h.api.Inject(testkit.Fault{Verb: "patch", Resource: "volumesnapshotcontents", Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd")})
 	h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil))
 	if _, err := h.sync("c1"); err == nil {
 		t.Fatal("want the status write's error")
 	}
-	if got := h.server("c1"); !snapshot.HasAnnotation(got, snapshot.AnnBeingCreated, snapshot.ValueYes) {
+	if got := h.api.Content("c1"); !snapshot.HasAnnotation(got, snapshot.AnnBeingCreated, snapshot.ValueYes) {
 		t.Fatal("the mark went although the handle was not stored")
 	}
 	h.refresh()
@@ -222,11 +224,11 @@ func TestDeleteWhileCreateInFlightAfterStatusFailure(t *testing.T) {
 	if _, err := h.sync("c1"); err != nil {
 		t.Fatal(err)
 	}
-	if h.server("c1") != nil {
+	if h.api.Content("c1") != nil {
 		t.Error("content still exists")
 	}
 }
 
 func conflict() error {
-	return apierrors.NewConflict(contentsGVR.GroupResource(), "c1", errors.New("the object has been modified"))
+	return apierrors.NewConflict(testkit.ContentsGVR.GroupResource(), "c1", errors.New("the object has been modified"))
 }

@@ -23,7 +23,7 @@ import (
 // deletion (test/e2e/csiside), reproduced here with the cache held back.
 func TestInFlightDeletionNeverCreatesFromAnOutdatedCopy(t *testing.T) {
 	h := newHarness(t, setup{contents: contents(newContent("c1")), objects: classes})
-	contents := h.api.snap.SnapshotV1().VolumeSnapshotContents()
+	contents := h.api.Snap.SnapshotV1().VolumeSnapshotContents()
 	var deleted *snapv1.VolumeSnapshotContent
 	h.driver.script(call{
 		method: "CreateSnapshot", req: goldRequest(nil),
@@ -36,13 +36,13 @@ func TestInFlightDeletionNeverCreatesFromAnOutdatedCopy(t *testing.T) {
 			if err := contents.Delete(h.ctx, "c1", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			deleted = h.server("c1").DeepCopy()
+			deleted = h.api.Content("c1").DeepCopy()
 		},
 	})
 	if _, err := h.sync("c1"); err != nil {
 		t.Fatal(err)
 	}
-	errored := h.server("c1").DeepCopy() // our status.error write
+	errored := h.api.Content("c1").DeepCopy() // our status.error write
 	if errored.Status == nil || errored.Status.Error == nil || !snapshot.HasAnnotation(errored, snapshot.AnnBeingCreated, snapshot.ValueYes) {
 		t.Fatalf("after the timed-out call: annotations %v, status %+v", errored.Annotations, errored.Status)
 	}
@@ -69,8 +69,8 @@ func TestInFlightDeletionNeverCreatesFromAnOutdatedCopy(t *testing.T) {
 			t.Logf("sync of the errored copy: %v", err)
 		}
 	}
-	if h.server("c1") != nil {
-		t.Errorf("content not released: %+v", h.server("c1"))
+	if h.api.Content("c1") != nil {
+		t.Errorf("content not released: %+v", h.api.Content("c1"))
 	}
 	// h.driver fails the test on any CreateSnapshot beyond the script and
 	// verifies at cleanup that the script was used up.

@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
 // syncCase is one sync of content "c1" against a scripted driver.
 type syncCase struct {
 	setup
 	calls  []call
-	inject []injection
+	inject []testkit.Fault
 
 	wantRequeue time.Duration
 	wantErr     bool
@@ -37,9 +38,7 @@ func runSyncCases(t *testing.T, cases map[string]syncCase) {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, tc.setup)
 			h.driver.script(tc.calls...)
-			for _, in := range tc.inject {
-				h.api.failNext(in.verb, in.resource, in.subresource, in.err, in.times)
-			}
+			h.api.Inject(tc.inject...)
 			res, err := h.sync("c1")
 			if (err != nil) != tc.wantErr {
 				t.Errorf("sync error = %v, want error: %v", err, tc.wantErr)
@@ -66,7 +65,7 @@ func checkRequeue(t *testing.T, got, want time.Duration) {
 
 func checkServer(t *testing.T, h *harness, tc syncCase) {
 	t.Helper()
-	got := h.server("c1")
+	got := h.api.Content("c1")
 	if tc.wantGone || got == nil {
 		if tc.wantGone != (got == nil) {
 			t.Errorf("content gone: %v, want %v", got == nil, tc.wantGone)
@@ -88,7 +87,7 @@ var (
 	bound        = []string{snapshot.FinalizerContentBound}
 	veleroFinal  = "velero.io/volume-snapshot-content-protect-finalizer"
 	classes      = []runtime.Object{goldClass()}
-	credsSecrets = []runtime.Object{newSecret("secrets", "creds", testSecrets)}
+	credsSecrets = []runtime.Object{testkit.Secret("secrets", "creds", testSecrets)}
 )
 
 func objs(o ...runtime.Object) []runtime.Object { return o }
