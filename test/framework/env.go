@@ -13,6 +13,14 @@
 //		env.CreateBoundPVC(t, ns, "data", framework.PVCOptions{Driver: drv.Name})
 //	}
 //
+// or, for a test of the controller next to a driver of its own (scenario.go):
+//
+//	s := framework.NewScenario(t, framework.ScenarioOptions{})
+//	s.PVC(t, "data")
+//	s.Snapshot(t, "snap", "data", &s.Class)
+//	s.WaitReady(t, "snap", 30*time.Second)
+//	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
+//
 // Everything a test starts is stopped by t.Cleanup; the shared control plane
 // is stopped when the package's tests end, and every child process gets
 // SIGKILL if the test binary dies, so nothing outlives `go test`.
@@ -34,6 +42,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 )
 
 // Env is a running control plane with clients for it.
@@ -151,30 +161,34 @@ func (e *Env) TempDir(t T, name string) string {
 	return d
 }
 
-// Eventually polls cond every interval until it returns true or timeout.
+// Eventually polls cond every 50ms until it returns true, failing the test
+// after timeout.
 func Eventually(t T, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
+	if err := Poll(timeout, what, cond); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Poll is Eventually for callers that report instead of failing the test:
+// the error names what and cond's last error.
+func Poll(timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
-	var lastErr error
 	for {
 		ok, err := cond()
 		if ok {
-			return
+			return nil
 		}
-		lastErr = err
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
+			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// T is the part of testing.TB the framework needs, so that `make run` can
-// drive the same code outside `go test`.
+// T is the part of testing.TB the framework needs; the embedded csitest.TB
+// is what the mock CSI driver's harness needs.
 type T interface {
-	Helper()
+	csitest.TB
 	Name() string
-	Logf(format string, args ...any)
-	Fatalf(format string, args ...any)
-	Cleanup(func())
 }

@@ -3,12 +3,14 @@ package framework
 import (
 	"context"
 	"fmt"
-
 	"time"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
 // PVCOptions describes a bound claim and its CSI volume.
@@ -108,4 +110,44 @@ func (e *Env) BindPVC(ctx context.Context, ns, name string, o PVCOptions) (*core
 		return nil, fmt.Errorf("bind PVC %s/%s: %w", ns, name, err)
 	}
 	return bound, nil
+}
+
+// SnapshotClass is a VolumeSnapshotClass of driver; isDefault annotates it
+// as the driver's default class.
+func SnapshotClass(name, driver string, policy snapv1.DeletionPolicy, isDefault bool) *snapv1.VolumeSnapshotClass {
+	c := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: driver, DeletionPolicy: policy}
+	if isDefault {
+		c.Annotations = map[string]string{snapshot.AnnDefaultClass: "true"}
+	}
+	return c
+}
+
+// CreateSnapshotClass creates class.
+func (e *Env) CreateSnapshotClass(t T, class *snapv1.VolumeSnapshotClass) *snapv1.VolumeSnapshotClass {
+	t.Helper()
+	out, err := e.Snap.SnapshotV1().VolumeSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create class %s: %v", class.Name, err)
+	}
+	return out
+}
+
+// DynamicSnapshot is a VolumeSnapshot ns/name of claim pvc; a nil class
+// leaves the choice to the driver's default class.
+func DynamicSnapshot(ns, name, pvc string, class *string) *snapv1.VolumeSnapshot {
+	return &snapv1.VolumeSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc},
+			VolumeSnapshotClassName: class},
+	}
+}
+
+// CreateSnapshot creates vs.
+func (e *Env) CreateSnapshot(t T, vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnapshot {
+	t.Helper()
+	out, err := e.Snap.SnapshotV1().VolumeSnapshots(vs.Namespace).Create(context.Background(), vs, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create snapshot %s/%s: %v", vs.Namespace, vs.Name, err)
+	}
+	return out
 }

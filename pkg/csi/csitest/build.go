@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -27,26 +26,37 @@ var (
 	buildErr  error
 )
 
-// Binary returns the path of the mock CSI driver, building
-// bin/mock-csi-driver from hack/tools/kube when it is missing or older than
-// its sources. When it cannot be built, the test is skipped with the reason
-// (or fails, with SNAPKEEPER_REQUIRE_MOCK_CSI=1).
-func Binary(t testing.TB) string {
+// Binary returns the path of the mock CSI driver (BinaryPath). When it
+// cannot be built, the test is skipped with the reason (or fails, with
+// SNAPKEEPER_REQUIRE_MOCK_CSI=1).
+func Binary(t TB) string {
 	t.Helper()
-	if p := os.Getenv(EnvBinary); p != "" {
-		return p
-	}
-	buildOnce.Do(func() { buildPath, buildErr = ensureBuilt(t) })
-	if buildErr != nil {
+	p, err := binary(t.Logf)
+	if err != nil {
 		if os.Getenv(EnvRequire) == "1" {
-			t.Fatalf("mock CSI driver unavailable: %v", buildErr)
+			t.Fatalf("mock CSI driver unavailable: %v", err)
 		}
-		t.Skipf("skipping: the mock CSI driver cannot be built (set %s=1 to fail instead): %v", EnvRequire, buildErr)
+		t.Skipf("skipping: the mock CSI driver cannot be built (set %s=1 to fail instead): %v", EnvRequire, err)
 	}
-	return buildPath
+	return p
 }
 
-func ensureBuilt(t testing.TB) (string, error) {
+// BinaryPath returns the path of the mock CSI driver: $SNAPKEEPER_MOCK_CSI_DRIVER
+// as is, else bin/mock-csi-driver, built from hack/tools/kube (once per
+// process) when it is missing or older than its sources.
+func BinaryPath() (string, error) {
+	return binary(func(format string, args ...any) { fmt.Fprintf(os.Stderr, "csitest: "+format+"\n", args...) })
+}
+
+func binary(logf func(format string, args ...any)) (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		return p, nil
+	}
+	buildOnce.Do(func() { buildPath, buildErr = ensureBuilt(logf) })
+	return buildPath, buildErr
+}
+
+func ensureBuilt(logf func(format string, args ...any)) (string, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return "", err
@@ -80,7 +90,7 @@ func ensureBuilt(t testing.TB) (string, error) {
 	if err != nil {
 		_ = os.Remove(tmp)
 		if _, statErr := os.Stat(bin); statErr == nil {
-			t.Logf("rebuilding %s failed, using the existing binary: %v\n%s", bin, err, out)
+			logf("rebuilding %s failed, using the existing binary: %v\n%s", bin, err, out)
 			return bin, nil
 		}
 		return "", fmt.Errorf("go build ./mockcsi in %s: %v\n%s", tools, err, out)
@@ -88,7 +98,7 @@ func ensureBuilt(t testing.TB) (string, error) {
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
 	}
-	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
+	logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
 	return bin, nil
 }
 

@@ -1,7 +1,10 @@
 // Package csitest runs the mock CSI driver binary (hack/tools/kube/mockcsi,
 // built into bin/mock-csi-driver) for tests, and talks to its HTTP API:
 // call counts, the call log, faults, the backend's snapshot and group
-// snapshot lists, and per-volume snapshot sizes.
+// snapshot lists, and per-volume snapshot sizes. Its Mock is the one driver
+// harness of the repository: the unit tests of pkg/csi use it, and so do
+// the end-to-end suites, the conformance runner and the benchmarks through
+// test/framework (framework.CSIDriver is Mock).
 //
 // The mock starts with three built-in snapshots ("Mock Snapshot 1..3", ids
 // "1".."3"): count only the snapshots your test created (Created).
@@ -32,13 +35,27 @@ const DriverName = "mock.csi.snapkeeper.io"
 const (
 	startTimeout = 30 * time.Second
 	stopTimeout  = 10 * time.Second
+	httpTimeout  = 30 * time.Second
 )
 
-// Options configure StartMock.
+// TB is the part of testing.TB the mock's test helpers use. *testing.T
+// satisfies it, and so does test/framework's T.
+type TB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Failed() bool
+	Cleanup(func())
+}
+
+// Options configure a mock driver.
 type Options struct {
 	// DriverName defaults to DriverName.
 	DriverName string
-	// Faults are installed before the first call (--faults).
+	// Faults are installed before the first call (--faults); they survive
+	// Restart, unlike faults set with SetFaults.
 	Faults *Faults
 	// HideCapabilities removes controller or group controller
 	// capabilities, e.g. "CREATE_DELETE_SNAPSHOT", "LIST_SNAPSHOTS" or
@@ -50,47 +67,104 @@ type Options struct {
 	// VolumeSizes are the initial per-volume snapshot sizes
 	// (--volume-sizes); see Mock.SetVolumeSizes.
 	VolumeSizes VolumeSizes
-	// Socket is the socket path; default: csi.sock in a new temp dir.
+	// Socket is the socket path; default: csi.sock in the driver's
+	// directory, or in a temp dir of its own when that path would be too
+	// long for a unix socket.
 	Socket string
 	// Args are extra command-line flags.
 	Args []string
 }
 
-// Mock is a running mock CSI driver process.
+// Mock is a mock CSI driver process. It can be stopped, crashed and started
+// again on the same socket with the same flags.
 type Mock struct {
+	// Name is the driver name the mock reports.
+	Name string
 	// Socket is the unix socket path the driver serves CSI on.
 	Socket string
 
 	bin      string
 	args     []string
 	dir      string
+	sockDir  string // a temp dir of our own holding Socket, or ""
 	httpAddr string
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	logPath  string
 }
 
-// StartMock builds the mock driver if needed, starts it and stops it in
-// t.Cleanup. The process is in its own process group and dies with the
-// test binary (Pdeathsig), so nothing outlives the test.
+// StartMock builds the mock driver if needed, starts it with its log in
+// t.TempDir() and stops it in t.Cleanup; see StartMockIn.
 func StartMock(t testing.TB, opts Options) *Mock {
 	t.Helper()
-	bin := Binary(t)
-	dir := shortTempDir(t)
-	m := &Mock{Socket: opts.Socket, bin: bin, dir: dir, logPath: filepath.Join(dir, "driver.log")}
+	return StartMockIn(t, t.TempDir(), opts)
+}
+
+// StartMockIn builds the mock driver if needed (see Binary: without it the
+// test is skipped, or fails with SNAPKEEPER_REQUIRE_MOCK_CSI=1), starts it
+// with its log in dir and stops it in t.Cleanup, failing the test when it
+// did not exit cleanly. The process is in its own process group and dies
+// with the test binary (Pdeathsig), so nothing outlives the test.
+func StartMockIn(t TB, dir string, opts Options) *Mock {
+	t.Helper()
+	m, err := newMock(Binary(t), dir, opts)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+		m.removeSocketDir()
+		if t.Failed() {
+			t.Logf("mock CSI driver log:\n%s", m.logTail(8000))
+		}
+	})
+	if err := m.start(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return m
+}
+
+// Launch starts the mock driver with its log in dir, for callers without a
+// test (`make run`, benchmarks, the conformance runner); they must Stop it.
+func Launch(dir string, opts Options) (*Mock, error) {
+	bin, err := BinaryPath()
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMock(bin, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.start(); err != nil {
+		m.Stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+func newMock(bin, dir string, opts Options) (*Mock, error) {
+	m := &Mock{Name: opts.DriverName, Socket: opts.Socket, bin: bin, dir: dir}
+	if m.Name == "" {
+		m.Name = DriverName
+	}
 	if m.Socket == "" {
+		// Unix socket paths are limited to 108 bytes on Linux.
 		m.Socket = filepath.Join(dir, "csi.sock")
+		if len(m.Socket) > 100 {
+			d, err := os.MkdirTemp("", "csi-")
+			if err != nil {
+				return nil, err
+			}
+			m.sockDir, m.Socket = d, filepath.Join(d, "csi.sock")
+		}
 	}
-	name := opts.DriverName
-	if name == "" {
-		name = DriverName
-	}
-	m.args = []string{"--csi-address", m.Socket, "--name", name, "--http-address", "127.0.0.1:0",
-		"--ready-file", filepath.Join(dir, "ready.json")}
-	if opts.Faults != nil {
+	m.args = []string{"--csi-address", m.Socket, "--name", m.Name, "--http-address", "127.0.0.1:0",
+		"--ready-file", m.readyFile()}
+	if opts.Faults != nil && len(opts.Faults.Rules) > 0 {
 		b, err := json.Marshal(opts.Faults)
 		if err != nil {
-			t.Fatalf("encoding faults: %v", err)
+			return nil, fmt.Errorf("encoding faults: %w", err)
 		}
 		m.args = append(m.args, "--faults", string(b))
 	}
@@ -109,32 +183,29 @@ func StartMock(t testing.TB, opts Options) *Mock {
 		m.args = append(m.args, "--volume-sizes", strings.Join(vols, ","))
 	}
 	m.args = append(m.args, opts.Args...)
-	t.Cleanup(func() {
-		m.Stop(t)
-		if t.Failed() {
-			if b, err := os.ReadFile(m.logPath); err == nil {
-				t.Logf("mock CSI driver log:\n%s", tail(b, 8000))
-			}
-		}
-	})
-	m.start(t)
-	return m
+	return m, nil
 }
 
-func (m *Mock) start(t testing.TB) {
-	t.Helper()
-	ready := filepath.Join(m.dir, "ready.json")
-	_ = os.Remove(ready)
-	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (m *Mock) readyFile() string { return filepath.Join(m.dir, "mock-csi-driver-ready.json") }
+
+// LogPath is the file the driver's output goes to (every start appends).
+func (m *Mock) LogPath() string { return filepath.Join(m.dir, "mock-csi-driver.log") }
+
+func (m *Mock) start() error {
+	_ = os.Remove(m.readyFile())
+	if err := os.MkdirAll(filepath.Dir(m.Socket), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(m.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatalf("opening driver log: %v", err)
+		return fmt.Errorf("opening driver log: %w", err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(m.bin, m.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting mock CSI driver: %v", err)
+		return fmt.Errorf("starting mock CSI driver: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -145,55 +216,69 @@ func (m *Mock) start(t testing.TB) {
 
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if b, err := os.ReadFile(ready); err == nil {
+		if b, err := os.ReadFile(m.readyFile()); err == nil {
 			var r struct {
 				HTTPAddress string `json:"httpAddress"`
 			}
 			if err := json.Unmarshal(b, &r); err != nil {
-				t.Fatalf("reading the driver's ready file: %v", err)
+				m.kill()
+				return fmt.Errorf("reading the driver's ready file: %w", err)
 			}
 			m.httpAddr = r.HTTPAddress
-			return
+			return nil
 		}
 		select {
 		case <-exited:
-			b, _ := os.ReadFile(m.logPath)
-			t.Fatalf("mock CSI driver exited during start-up (%v):\n%s", cmd.ProcessState, tail(b, 4000))
+			m.cmd = nil
+			return fmt.Errorf("mock CSI driver exited during start-up (%v):\n%s", cmd.ProcessState, m.logTail(4000))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			m.kill()
-			t.Fatalf("mock CSI driver did not become ready within %v", startTimeout)
+			return fmt.Errorf("mock CSI driver did not become ready within %v:\n%s", startTimeout, m.logTail(4000))
 		}
 	}
 }
 
-// Stop ends the driver with SIGTERM (SIGKILL after a grace period); the
-// driver removes its socket. It is a no-op when the driver is not running.
-func (m *Mock) Stop(t testing.TB) {
-	t.Helper()
+// Stop ends the driver with SIGTERM (SIGKILL after a grace period), which
+// removes its socket, and removes the socket's temp dir. It is a no-op when
+// the driver is not running. A test's driver is stopped by t.Cleanup; Stop
+// is for callers of Launch.
+func (m *Mock) Stop() {
+	_ = m.stop()
+	m.removeSocketDir()
+}
+
+// stop ends the process; a clean stop exits 0, anything else (a panic, a
+// report of the race detector, which exits 66) is a bug worth failing for.
+func (m *Mock) stop() error {
 	if m.cmd == nil {
-		return
+		return nil
 	}
+	defer func() { m.cmd = nil }()
 	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-m.exited:
-		// A clean stop exits 0; anything else (a panic, a report of the race
-		// detector, which exits 66) is a bug worth failing for.
 		if st := m.cmd.ProcessState; st != nil && !st.Success() {
-			b, _ := os.ReadFile(m.logPath)
-			t.Errorf("mock CSI driver exited with %v after SIGTERM:\n%s", st, tail(b, 8000))
+			return fmt.Errorf("mock CSI driver exited with %v after SIGTERM:\n%s", st, m.logTail(8000))
 		}
+		return nil
 	case <-time.After(stopTimeout):
-		t.Errorf("mock CSI driver ignored SIGTERM for %v; killing it", stopTimeout)
 		m.kill()
+		return fmt.Errorf("mock CSI driver ignored SIGTERM for %v; killed it", stopTimeout)
 	}
-	m.cmd = nil
 }
 
-// Crash kills the driver with SIGKILL: its socket file stays behind, as
-// after a real crash.
-func (m *Mock) Crash(t testing.TB) {
+func (m *Mock) removeSocketDir() {
+	if m.sockDir != "" {
+		_ = os.RemoveAll(m.sockDir)
+	}
+}
+
+// Crash kills the driver with SIGKILL: calls in flight break, its socket
+// file stays behind and its in-memory backend is lost, as after a real
+// crash.
+func (m *Mock) Crash(t TB) {
 	t.Helper()
 	if m.cmd != nil {
 		m.kill()
@@ -207,111 +292,161 @@ func (m *Mock) kill() {
 }
 
 // Start starts a stopped or crashed driver again on the same socket, with
-// the same flags. Its state is new: snapshots created before are gone.
-func (m *Mock) Start(t testing.TB) {
+// the same flags. Its state is new: snapshots created before are gone, and
+// so are faults set with SetFaults.
+func (m *Mock) Start(t TB) {
 	t.Helper()
 	if m.cmd != nil {
 		t.Fatalf("mock CSI driver is already running")
 	}
-	m.start(t)
+	if err := m.start(); err != nil {
+		t.Fatalf("%v", err)
+	}
 }
 
-// Restart is Stop followed by Start.
-func (m *Mock) Restart(t testing.TB) {
+// Restart is a stop with SIGTERM followed by Start.
+func (m *Mock) Restart(t TB) {
 	t.Helper()
-	m.Stop(t)
+	if err := m.stop(); err != nil {
+		t.Errorf("%v", err)
+	}
 	m.Start(t)
 }
 
 // HTTPAddress is host:port of the running driver's HTTP API.
 func (m *Mock) HTTPAddress() string { return m.httpAddr }
 
-// Calls returns the call counts (GET /calls).
-func (m *Mock) Calls(t testing.TB) Calls {
-	t.Helper()
+// The HTTP API comes twice: methods taking a context return errors, for
+// callers without a test; the ones taking a TB fail the test instead.
+
+// GetCalls returns the call counts (GET /calls).
+func (m *Mock) GetCalls(ctx context.Context) (Calls, error) {
 	var out struct {
 		Calls Calls `json:"calls"`
 	}
-	m.do(t, http.MethodGet, "/calls", nil, &out)
-	return out.Calls
+	err := m.do(ctx, http.MethodGet, "/calls", nil, &out)
+	return out.Calls, err
+}
+
+// Calls is GetCalls for a test.
+func (m *Mock) Calls(t TB) Calls {
+	t.Helper()
+	c, err := m.GetCalls(context.Background())
+	return must(t, c, err)
 }
 
 // ResetCalls zeroes the call counts (DELETE /calls).
-func (m *Mock) ResetCalls(t testing.TB) {
+func (m *Mock) ResetCalls(t TB) {
 	t.Helper()
-	m.do(t, http.MethodDelete, "/calls", nil, nil)
+	m.mustDo(t, http.MethodDelete, "/calls", nil, nil)
 }
 
-// CallLog returns the calls logged after seq since (0: all kept), with
-// their secret keys and parameters (GET /calllog).
-func (m *Mock) CallLog(t testing.TB, since int64) CallLog {
-	t.Helper()
+// GetCallLog returns the calls logged after seq since (0: all kept), with
+// their secret keys and parameters (GET /calllog). Pass the answer's Last
+// as the next since.
+func (m *Mock) GetCallLog(ctx context.Context, since int64) (CallLog, error) {
 	var out CallLog
-	m.do(t, http.MethodGet, fmt.Sprintf("/calllog?since=%d", since), nil, &out)
-	return out
+	err := m.do(ctx, http.MethodGet, fmt.Sprintf("/calllog?since=%d", since), nil, &out)
+	return out, err
+}
+
+// CallLog is GetCallLog for a test.
+func (m *Mock) CallLog(t TB, since int64) CallLog {
+	t.Helper()
+	l, err := m.GetCallLog(context.Background(), since)
+	return must(t, l, err)
 }
 
 // ResetCallLog empties the call log (DELETE /calllog).
-func (m *Mock) ResetCallLog(t testing.TB) {
+func (m *Mock) ResetCallLog(t TB) {
 	t.Helper()
-	m.do(t, http.MethodDelete, "/calllog", nil, nil)
+	m.mustDo(t, http.MethodDelete, "/calllog", nil, nil)
 }
 
-// SetFaults replaces the live faults (PUT /faults) and resets their counters.
-func (m *Mock) SetFaults(t testing.TB, f Faults) FaultsState {
-	t.Helper()
+// PutFaults replaces the live faults (PUT /faults) and resets their
+// counters.
+func (m *Mock) PutFaults(ctx context.Context, f Faults) (FaultsState, error) {
+	if f.Rules == nil {
+		f.Rules = []Rule{}
+	}
 	var out FaultsState
-	m.do(t, http.MethodPut, "/faults", f, &out)
-	return out
+	err := m.do(ctx, http.MethodPut, "/faults", f, &out)
+	return out, err
+}
+
+// SetFaults is PutFaults for a test.
+func (m *Mock) SetFaults(t TB, f Faults) FaultsState {
+	t.Helper()
+	s, err := m.PutFaults(context.Background(), f)
+	return must(t, s, err)
 }
 
 // FaultsState reads the live faults (GET /faults).
-func (m *Mock) FaultsState(t testing.TB) FaultsState {
+func (m *Mock) FaultsState(t TB) FaultsState {
 	t.Helper()
 	var out FaultsState
-	m.do(t, http.MethodGet, "/faults", nil, &out)
+	m.mustDo(t, http.MethodGet, "/faults", nil, &out)
 	return out
 }
 
-// Snapshots lists the backend's snapshots, built-in ones included, without
-// faults and without counting a CSI call (GET /snapshots).
-func (m *Mock) Snapshots(t testing.TB) []BackendSnapshot {
-	t.Helper()
+// GetSnapshots lists the backend's snapshots, built-in ones included,
+// without faults and without counting a CSI call (GET /snapshots).
+func (m *Mock) GetSnapshots(ctx context.Context) ([]BackendSnapshot, error) {
 	var out struct {
 		Snapshots []BackendSnapshot `json:"snapshots"`
 	}
-	m.do(t, http.MethodGet, "/snapshots", nil, &out)
-	return out.Snapshots
+	err := m.do(ctx, http.MethodGet, "/snapshots", nil, &out)
+	return out.Snapshots, err
 }
 
-// Created lists the backend's snapshots except the three built-in ones.
-func (m *Mock) Created(t testing.TB) []BackendSnapshot {
+// Snapshots is GetSnapshots for a test.
+func (m *Mock) Snapshots(t TB) []BackendSnapshot {
 	t.Helper()
+	s, err := m.GetSnapshots(context.Background())
+	return must(t, s, err)
+}
+
+// GetCreated lists the backend's snapshots except the three built-in ones.
+func (m *Mock) GetCreated(ctx context.Context) ([]BackendSnapshot, error) {
+	all, err := m.GetSnapshots(ctx)
 	var out []BackendSnapshot
-	for _, s := range m.Snapshots(t) {
+	for _, s := range all {
 		if !s.Builtin {
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, err
 }
 
-// Groups lists the backend's live group snapshots, without faults and
-// without counting a CSI call (GET /groups).
-func (m *Mock) Groups(t testing.TB) []BackendGroup {
+// Created is GetCreated for a test.
+func (m *Mock) Created(t TB) []BackendSnapshot {
 	t.Helper()
+	s, err := m.GetCreated(context.Background())
+	return must(t, s, err)
+}
+
+// GetGroups lists the backend's live group snapshots, without faults and
+// without counting a CSI call (GET /groups).
+func (m *Mock) GetGroups(ctx context.Context) ([]BackendGroup, error) {
 	var out struct {
 		Groups []BackendGroup `json:"groups"`
 	}
-	m.do(t, http.MethodGet, "/groups", nil, &out)
-	return out.Groups
+	err := m.do(ctx, http.MethodGet, "/groups", nil, &out)
+	return out.Groups, err
+}
+
+// Groups is GetGroups for a test.
+func (m *Mock) Groups(t TB) []BackendGroup {
+	t.Helper()
+	g, err := m.GetGroups(context.Background())
+	return must(t, g, err)
 }
 
 // VolumeSizes returns the per-volume snapshot sizes (GET /volume-sizes).
-func (m *Mock) VolumeSizes(t testing.TB) VolumeSizes {
+func (m *Mock) VolumeSizes(t TB) VolumeSizes {
 	t.Helper()
 	out := VolumeSizes{}
-	m.do(t, http.MethodGet, "/volume-sizes", nil, &out)
+	m.mustDo(t, http.MethodGet, "/volume-sizes", nil, &out)
 	return out
 }
 
@@ -321,80 +456,84 @@ func (m *Mock) VolumeSizes(t testing.TB) VolumeSizes {
 // that size, whenever the snapshot was cut; other volumes fall back to a
 // SizeBytes rule (--snapshot-size), else 0. A nil or empty map clears them.
 // The sizes survive Restart only when given in Options.VolumeSizes.
-func (m *Mock) SetVolumeSizes(t testing.TB, sizes VolumeSizes) VolumeSizes {
+func (m *Mock) SetVolumeSizes(t TB, sizes VolumeSizes) VolumeSizes {
 	t.Helper()
 	if sizes == nil {
 		sizes = VolumeSizes{}
 	}
 	out := VolumeSizes{}
-	m.do(t, http.MethodPut, "/volume-sizes", sizes, &out)
+	m.mustDo(t, http.MethodPut, "/volume-sizes", sizes, &out)
 	return out
 }
 
 // SetVolumeSize sets the snapshot size of one volume, leaving the others
 // alone (PATCH /volume-sizes); 0 removes the volume's size.
-func (m *Mock) SetVolumeSize(t testing.TB, volumeID string, sizeBytes int64) VolumeSizes {
+func (m *Mock) SetVolumeSize(t TB, volumeID string, sizeBytes int64) VolumeSizes {
 	t.Helper()
 	out := VolumeSizes{}
-	m.do(t, http.MethodPatch, "/volume-sizes", VolumeSizes{volumeID: sizeBytes}, &out)
+	m.mustDo(t, http.MethodPatch, "/volume-sizes", VolumeSizes{volumeID: sizeBytes}, &out)
 	return out
 }
 
-func (m *Mock) do(t testing.TB, method, path string, in, out any) {
+func must[V any](t TB, v V, err error) V {
 	t.Helper()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return v
+}
+
+func (m *Mock) mustDo(t TB, method, path string, in, out any) {
+	t.Helper()
+	if err := m.do(context.Background(), method, path, in, out); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+func (m *Mock) do(ctx context.Context, method, path string, in, out any) error {
 	if m.cmd == nil {
-		t.Fatalf("%s %s: mock CSI driver is not running", method, path)
+		return fmt.Errorf("%s %s: mock CSI driver is not running", method, path)
 	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			t.Fatalf("encoding %s %s: %v", method, path, err)
+			return fmt.Errorf("encoding %s %s: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+m.httpAddr+path, body)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
+		return fmt.Errorf("%s %s: reading body: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %s: %s", method, path, resp.Status, b)
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, b)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: decoding %q: %v", method, path, b, err)
+			return fmt.Errorf("%s %s: decoding %q: %w", method, path, b, err)
 		}
 	}
+	return nil
 }
 
-// shortTempDir returns t.TempDir(), or a shorter temp dir when the test's
-// name makes the path too long for a unix socket (108 bytes on Linux).
-func shortTempDir(t testing.TB) string {
-	dir := t.TempDir()
-	if len(dir) < 80 {
-		return dir
-	}
-	dir, err := os.MkdirTemp("", "csi")
+func (m *Mock) logTail(n int) []byte {
+	b, err := os.ReadFile(m.LogPath())
 	if err != nil {
-		t.Fatalf("creating temp dir: %v", err)
+		return []byte(err.Error())
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-
-func tail(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[len(b)-n:]
 	}

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -126,11 +124,8 @@ func findContainer(t *testing.T, dep *appsv1.Deployment, name string) corev1.Con
 	return corev1.Container{}
 }
 
-func ownBinaryOrSkip(t *testing.T, pkg string) string {
+func ownBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(framework.RepoRoot(), pkg, "main.go")); err != nil {
-		t.Skipf("%s does not exist yet: the chart's arguments cannot be run", pkg)
-	}
 	bin, err := framework.OwnBinary("./" + pkg)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +155,8 @@ func waitHTTP(t *testing.T, proc *framework.Process, url string) {
 // with the identity of the chart's ServiceAccounts: a snapshot goes ready
 // and a bad manifest is rejected, so the chart's RBAC is sufficient.
 func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
-	controllerBin := ownBinaryOrSkip(t, "cmd/controller")
-	webhookBin := ownBinaryOrSkip(t, "cmd/webhook")
+	controllerBin := ownBinary(t, "cmd/controller")
+	webhookBin := ownBinary(t, "cmd/webhook")
 	env, h := clusterHelm(t)
 	ns, drvNS, apps := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 
@@ -223,34 +218,10 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 	}
 	expectClaimsJudged(ctx, t, env, apps)
 
-	class := &snapv1.VolumeSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "chart-" + apps}, Driver: framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	class := env.CreateSnapshotClass(t, framework.SnapshotClass("chart-"+apps, framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, false))
 	env.CreateBoundPVC(t, apps, "data", framework.PVCOptions{Driver: drv.Name})
-	vs := &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "through-the-chart", Namespace: apps},
-		Spec: snapv1.VolumeSnapshotSpec{
-			Source:                  snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr("data")},
-			VolumeSnapshotClassName: ptr(class.Name),
-		},
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshots(apps).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 90*time.Second, "the snapshot to become ready", func() (bool, error) {
-		got, err := env.Snap.SnapshotV1().VolumeSnapshots(apps).Get(ctx, vs.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if got.Status == nil || got.Status.ReadyToUse == nil {
-			return false, fmt.Errorf("status %+v", got.Status)
-		}
-		return *got.Status.ReadyToUse, nil
-	})
+	vs := env.CreateSnapshot(t, framework.DynamicSnapshot(apps, "through-the-chart", "data", &class.Name))
+	env.WaitSnapshotReady(t, apps, vs.Name, 90*time.Second)
 	// Every call the chart's RBAC refused shows up in the logs (events,
 	// leases, finalizer patches), even where the component carries on.
 	for _, proc := range []*framework.Process{webhook, binder, csiSide} {
@@ -275,11 +246,7 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 // ServiceAccount: it creates its certificate, fills caBundle, and the API
 // server then sends it reviews it can answer.
 func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
-	webhookBin := ownBinaryOrSkip(t, "cmd/webhook")
-	usage, _ := exec.Command(webhookBin, "-h").CombinedOutput()
-	if !strings.Contains(string(usage), "self-managed-certs") {
-		t.Skip("cmd/webhook does not wire pkg/selfcert yet (no --self-managed-certs flag)")
-	}
+	webhookBin := ownBinary(t, "cmd/webhook")
 	env, h := clusterHelm(t)
 	ns, apps := env.Namespace(t), env.Namespace(t)
 	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)

@@ -35,25 +35,8 @@ func ptr[T any](v T) *T { return &v }
 // chart operation, and returns a check that they are still there.
 func snapshotObjects(t *testing.T, env *framework.Env, ns string) func(stage string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	class := &snapv1.VolumeSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "keep-" + ns}, Driver: framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentRetain,
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vs := &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: ns},
-		Spec: snapv1.VolumeSnapshotSpec{
-			Source:                  snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr("data")},
-			VolumeSnapshotClassName: ptr(class.Name),
-		},
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshots(ns).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	class := env.CreateSnapshotClass(t, framework.SnapshotClass("keep-"+ns, framework.MockDriverName, snapv1.VolumeSnapshotContentRetain, false))
+	vs := env.CreateSnapshot(t, framework.DynamicSnapshot(ns, "keep", "data", &class.Name))
 	return func(stage string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

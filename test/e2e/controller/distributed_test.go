@@ -18,23 +18,23 @@ import (
 // key, not kubernetes.io/hostname), and only the CSI side deployed on that
 // node cuts it.
 func TestDistributedSnapshotting(t *testing.T) {
-	s := newSetup(t, setupOpts{defaultClass: true, noController: true})
+	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true, NoController: true})
 	ctx := context.Background()
 	const topologyKey = "topology.mock.example.com/node"
 	for node, value := range map[string]string{"node-a": "a-rack", "node-b": "b-rack"} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{topologyKey: value}}}
-		if _, err := s.env.Kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := s.Env.Kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
-	s.env.StartController(t, "--components=binder", "--enable-distributed-snapshotting")
+	s.Env.StartController(t, "--components=binder", "--enable-distributed-snapshotting")
 	bin, err := framework.OwnBinary("./cmd/controller")
 	if err != nil {
 		t.Fatal(err)
 	}
 	startNode := func(node string) {
-		p, err := framework.StartProcess(s.env.TempDir(t, "csi-"+node), "csi-"+node, bin,
-			[]string{"--kubeconfig=" + s.env.Kubeconfig, "--csi-address=" + s.drv.Socket, "--node-deployment"},
+		p, err := framework.StartProcess(s.Env.TempDir(t, "csi-"+node), "csi-"+node, bin,
+			[]string{"--kubeconfig=" + s.Env.Kubeconfig, "--csi-address=" + s.Drv.Socket, "--node-deployment"},
 			"NODE_NAME="+node)
 		if err != nil {
 			t.Fatal(err)
@@ -43,28 +43,24 @@ func TestDistributedSnapshotting(t *testing.T) {
 	}
 	startNode("node-b") // not the volume's node: must not touch the content
 
-	s.env.CreateBoundPVC(t, s.ns, "data", framework.PVCOptions{Driver: s.drv.Name, Node: "a-rack", TopologyKey: topologyKey})
-	vs := s.snapshot(t, "snap", "data", nil)
+	s.Env.CreateBoundPVC(t, s.NS, "data", framework.PVCOptions{Driver: s.Drv.Name, Node: "a-rack", TopologyKey: topologyKey})
+	vs := s.Snapshot(t, "snap", "data", nil)
 	name := snapshot.ContentNameFor(vs.UID)
 	framework.Eventually(t, 20*time.Second, "content labelled for node-a", func() (bool, error) {
-		c, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
+		c, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && c.Labels[snapshot.LabelManagedBy] == "node-a", err
 	})
 	// node-b's CSI side has the content's event by now; give it a moment
 	// to (wrongly) act, then check the driver saw no CreateSnapshot.
 	time.Sleep(2 * time.Second)
-	backend, err := s.drv.Snapshots(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range backend {
+	for _, b := range s.Drv.Snapshots(t) {
 		if !b.Builtin {
 			t.Fatalf("the CSI side of node-b cut a snapshot of node-a's volume: %+v", b)
 		}
 	}
 	startNode("node-a")
-	s.waitReady(t, "snap", 30*time.Second)
-	s.deleteSnapshot(t, "snap")
-	s.waitContentGone(t, name)
-	s.backendMatchesContents(t)
+	s.WaitReady(t, "snap", 30*time.Second)
+	s.DeleteSnapshot(t, "snap")
+	s.WaitContentGone(t, name)
+	s.BackendMatchesContents(t)
 }

@@ -22,48 +22,48 @@ import (
 // snapshot: it belongs to the other cluster. It stays Terminating until
 // someone decides: the being-deleted mark deletes the backend snapshot.
 func TestCopiedContentKeepsItsBackendSnapshot(t *testing.T) {
-	s := newSetup(t, setupOpts{})
+	s := newSetup(t, framework.ScenarioOptions{})
 	ctx := context.Background()
-	s.pvc(t, "data")
-	s.snapshot(t, "snap", "data", &s.class)
-	vs := s.waitReady(t, "snap", 30*time.Second)
-	src, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, *vs.Status.BoundVolumeSnapshotContentName, metav1.GetOptions{})
+	s.PVC(t, "data")
+	s.Snapshot(t, "snap", "data", &s.Class)
+	vs := s.WaitReady(t, "snap", 30*time.Second)
+	src, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, *vs.Status.BoundVolumeSnapshotContentName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	handle := *src.Status.SnapshotHandle
 	copied := &snapv1.VolumeSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: "copied-" + s.ns, Finalizers: []string{snapshot.FinalizerContentBound}},
+		ObjectMeta: metav1.ObjectMeta{Name: "copied-" + s.NS, Finalizers: []string{snapshot.FinalizerContentBound}},
 		Spec: snapv1.VolumeSnapshotContentSpec{
-			VolumeSnapshotRef: corev1.ObjectReference{Namespace: s.ns, Name: "elsewhere", UID: types.UID("0e1f2a3b-0000-4000-8000-000000000001")},
+			VolumeSnapshotRef: corev1.ObjectReference{Namespace: s.NS, Name: "elsewhere", UID: types.UID("0e1f2a3b-0000-4000-8000-000000000001")},
 			DeletionPolicy:    snapv1.VolumeSnapshotContentDelete,
-			Driver:            s.drv.Name,
+			Driver:            s.Drv.Name,
 			Source:            snapv1.VolumeSnapshotContentSource{SnapshotHandle: &handle},
 		},
 	}
-	if _, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, copied, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, copied, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, copied.Name, metav1.DeleteOptions{}); err != nil {
+	if err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, copied.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Give the CSI side time to (wrongly) act on the deletion event.
 	time.Sleep(3 * time.Second)
-	got, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, copied.Name, metav1.GetOptions{})
+	got, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, copied.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("copied content released: %v", err)
 	}
 	if !snapshot.HasFinalizer(got, snapshot.FinalizerContentBound) {
 		t.Fatal("copied content lost its finalizer")
 	}
-	if n, err := s.drv.Calls(ctx); err != nil || framework.CountCalls(n, "DeleteSnapshot") != 0 {
-		t.Fatalf("DeleteSnapshot called for a copied content (%v)", err)
+	if n := s.Drv.Calls(t).Count("DeleteSnapshot", ""); n != 0 {
+		t.Fatalf("DeleteSnapshot called %d times for a copied content", n)
 	}
-	if b, err := s.drv.Snapshots(ctx); err != nil || len(b) != 1 {
-		t.Fatalf("backend %+v (%v), want the snapshot kept", b, err)
+	if b := s.Drv.Created(t); len(b) != 1 {
+		t.Fatalf("backend %+v, want the snapshot kept", b)
 	}
 	// The snapshot the original content belongs to is unaffected.
-	s.waitReady(t, "snap", 5*time.Second)
+	s.WaitReady(t, "snap", 5*time.Second)
 }
 
 // A bound content deleted by hand while its VolumeSnapshot lives keeps its
@@ -71,37 +71,34 @@ func TestCopiedContentKeepsItsBackendSnapshot(t *testing.T) {
 func TestBoundContentDeletedByHandWaitsForItsSnapshot(t *testing.T) {
 	for _, policy := range []snapv1.DeletionPolicy{snapv1.VolumeSnapshotContentRetain, snapv1.VolumeSnapshotContentDelete} {
 		t.Run(string(policy), func(t *testing.T) {
-			s := newSetup(t, setupOpts{policy: policy})
+			s := newSetup(t, framework.ScenarioOptions{Policy: policy})
 			ctx := context.Background()
-			s.pvc(t, "data")
-			s.snapshot(t, "snap", "data", &s.class)
-			vs := s.waitReady(t, "snap", 30*time.Second)
+			s.PVC(t, "data")
+			s.Snapshot(t, "snap", "data", &s.Class)
+			vs := s.WaitReady(t, "snap", 30*time.Second)
 			name := *vs.Status.BoundVolumeSnapshotContentName
-			if err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			if err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(3 * time.Second)
-			c, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
+			c, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("bound %s content released while its snapshot lives: %v", policy, err)
 			}
 			if !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
 				t.Fatalf("bound %s content lost its finalizer", policy)
 			}
-			if b, err := s.drv.Snapshots(ctx); err != nil || len(b) != 1 {
-				t.Fatalf("backend %+v (%v), want the snapshot kept", b, err)
+			if b := s.Drv.Created(t); len(b) != 1 {
+				t.Fatalf("backend %+v, want the snapshot kept", b)
 			}
-			s.deleteSnapshot(t, "snap")
-			s.waitSnapshotGone(t, "snap")
-			s.waitContentGone(t, name)
+			s.DeleteSnapshot(t, "snap")
+			s.WaitSnapshotGone(t, "snap")
+			s.WaitContentGone(t, name)
 			want := 0
 			if policy == snapv1.VolumeSnapshotContentRetain {
 				want = 1
 			}
-			framework.Eventually(t, 10*time.Second, "backend after the snapshot's deletion", func() (bool, error) {
-				b, err := s.drv.Snapshots(ctx)
-				return err == nil && len(b) == want, err
-			})
+			s.WaitBackend(t, want, 10*time.Second)
 		})
 	}
 }
@@ -109,18 +106,18 @@ func TestBoundContentDeletedByHandWaitsForItsSnapshot(t *testing.T) {
 // With no CSI side running for its driver, a snapshot still shows at once
 // which content it is bound to, and that it is not ready.
 func TestSnapshotShowsItsContentBeforeTheCSISideReports(t *testing.T) {
-	s := newSetup(t, setupOpts{noController: true})
-	s.env.StartController(t, "--components=binder")
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data", &s.class)
+	s := newSetup(t, framework.ScenarioOptions{NoController: true})
+	s.Env.StartController(t, "--components=binder")
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	framework.Eventually(t, 20*time.Second, "status names the content, readyToUse=false", func() (bool, error) {
-		got := s.get(t, "snap")
+		got := s.GetSnapshot(t, "snap")
 		st := got.Status
 		return st != nil && st.BoundVolumeSnapshotContentName != nil &&
 			*st.BoundVolumeSnapshotContentName == snapshot.ContentNameFor(vs.UID) &&
 			st.ReadyToUse != nil && !*st.ReadyToUse, nil
 	})
-	c, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
+	c, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,16 +126,12 @@ func TestSnapshotShowsItsContentBeforeTheCSISideReports(t *testing.T) {
 	}
 	// Deleted before any CSI side ran, it costs no CreateSnapshot when one
 	// starts: nothing was cut.
-	s.deleteSnapshot(t, "snap")
-	s.env.StartController(t, "--components=csi", "--csi-address="+s.drv.Socket)
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, c.Name)
-	calls, err := s.drv.Calls(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := framework.CountCalls(calls, "CreateSnapshot"); n != 0 {
+	s.DeleteSnapshot(t, "snap")
+	s.Env.StartController(t, "--components=csi", "--csi-address="+s.Drv.Socket)
+	s.WaitSnapshotGone(t, "snap")
+	s.WaitContentGone(t, c.Name)
+	if n := s.Drv.Calls(t).Count("CreateSnapshot", ""); n != 0 {
 		t.Errorf("CreateSnapshot called %d times for a snapshot deleted before any cut", n)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 }

@@ -17,21 +17,21 @@ import (
 )
 
 func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
-	s := newSetup(t, setupOpts{defaultClass: true})
+	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true})
 	ctx := context.Background()
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data", nil)
-	got := s.waitReady(t, "snap", 30*time.Second)
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", nil)
+	got := s.WaitReady(t, "snap", 30*time.Second)
 	contentName := snapshot.ContentNameFor(vs.UID)
 	switch {
-	case got.Spec.VolumeSnapshotClassName == nil || *got.Spec.VolumeSnapshotClassName != s.class:
+	case got.Spec.VolumeSnapshotClassName == nil || *got.Spec.VolumeSnapshotClassName != s.Class:
 		t.Errorf("default class not recorded: %v", got.Spec.VolumeSnapshotClassName)
 	case *got.Status.BoundVolumeSnapshotContentName != contentName:
 		t.Errorf("bound to %q, want %q", *got.Status.BoundVolumeSnapshotContentName, contentName)
 	case got.Status.CreationTime == nil:
 		t.Error("no creationTime")
 	}
-	content, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
+	content, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,23 +40,17 @@ func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
 	}
 	// The claim is released once the cut is done.
 	framework.Eventually(t, 10*time.Second, "claim finalizer released", func() (bool, error) {
-		pvc, err := s.env.Kube.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, "data", metav1.GetOptions{})
+		pvc, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Get(ctx, "data", metav1.GetOptions{})
 		return err == nil && !snapshot.HasFinalizer(pvc, snapshot.FinalizerPVCAsSource), err
 	})
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	s.backendMatchesContents(t)
-	if backend, _ := s.drv.Snapshots(ctx); len(backend) != 0 {
-		t.Fatalf("driver still holds %+v", backend)
-	}
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 	// Nothing is remembered of our writes once the caches caught up.
 	for _, component := range []string{"binder", "csi"} {
 		series := `snapkeeper_cache_lag_entries{component="` + component + `"} 0`
 		framework.Eventually(t, 10*time.Second, series, func() (bool, error) {
-			resp, err := http.Get("http://" + s.ctrl.HTTPAddr + "/metrics")
+			resp, err := http.Get("http://" + s.Ctrl.HTTPAddr + "/metrics")
 			if err != nil {
 				return false, err
 			}
@@ -68,22 +62,22 @@ func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
 }
 
 func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
-	s := newSetup(t, setupOpts{policy: snapv1.VolumeSnapshotContentRetain})
+	s := newSetup(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
 	ctx := context.Background()
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data", &s.class)
-	s.waitReady(t, "snap", 30*time.Second)
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	content, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
+	s.WaitReady(t, "snap", 30*time.Second)
+	s.DeleteSnapshot(t, "snap")
+	s.WaitSnapshotGone(t, "snap")
+	content, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, snapshot.ContentNameFor(vs.UID), metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Retain content gone: %v", err)
 	}
 	if !snapshot.HasAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
 		t.Error("Retain content lacks the being-deleted mark")
 	}
-	if backend, _ := s.drv.Snapshots(ctx); len(backend) != 1 {
+	if backend := s.Drv.Created(t); len(backend) != 1 {
 		t.Fatalf("backend holds %d snapshots, want the retained one", len(backend))
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 }

@@ -20,27 +20,27 @@ import (
 // deterministic name, and deleting the VolumeSnapshot deletes it.
 func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	const notReady = 5
-	s := newSetup(t, setupOpts{faults: []framework.FaultRule{{Method: "*", NotReady: notReady}}})
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "*", NotReady: notReady}}})
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
 
 	// The cut is stored at once, not ready, and the mark is gone.
-	s.waitContent(t, contentName, "cut but not ready", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
+	s.Env.WaitContent(t, contentName, "cut but not ready", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
 		return handleOf(c) != "" && c.Status.ReadyToUse != nil && !*c.Status.ReadyToUse
 	})
-	got := s.waitReady(t, "snap", 30*time.Second)
+	got := s.WaitReady(t, "snap", 30*time.Second)
 	if got.Status.CreationTime == nil {
 		t.Error("ready snapshot has no creationTime")
 	}
 	if got.Status.Error != nil {
-		t.Errorf("ready snapshot still shows an error: %s", statusString(got.Status))
+		t.Errorf("ready snapshot still shows an error: %s", framework.JSON(got.Status))
 	}
-	content := s.content(t, contentName)
+	content := s.Content(t, contentName)
 	if beingCreated(content) {
 		t.Error("ready content still marked being-created")
 	}
-	backend := s.backend(t)
+	backend := s.Drv.Created(t)
 	if len(backend) != 1 {
 		t.Fatalf("driver holds %+v, want one snapshot", backend)
 	}
@@ -50,8 +50,8 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	if backend[0].ID != handleOf(content) {
 		t.Errorf("content handle %q, backend id %q", handleOf(content), backend[0].ID)
 	}
-	if backend[0].SourceVolumeID != "vol-"+s.ns+"-data" {
-		t.Errorf("snapshot of volume %q, want vol-%s-data", backend[0].SourceVolumeID, s.ns)
+	if backend[0].SourceVolumeID != "vol-"+s.NS+"-data" {
+		t.Errorf("snapshot of volume %q, want vol-%s-data", backend[0].SourceVolumeID, s.NS)
 	}
 	// A dynamic snapshot is polled with CreateSnapshot (same name, same
 	// parameters and secret), as the community sidecar polls it.
@@ -61,18 +61,12 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	if polls := s.calls(t, mCreate, "OK"); polls < notReady+1 {
 		t.Errorf("driver answered %d CreateSnapshot calls, want at least %d (not ready %d times, then ready)", polls, notReady+1, notReady)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver still holds %+v", b)
-	}
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 	if n := s.calls(t, mDelete, "OK"); n != 1 {
 		t.Errorf("DeleteSnapshot answered OK %d times, want 1", n)
 	}
-	s.backendMatchesContents(t)
 }
 
 // A final CreateSnapshot error is shown on the VolumeSnapshot with the
@@ -80,40 +74,34 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 // cut), and deleting the snapshot leaves nothing anywhere.
 func TestFinalErrorShownOnSnapshot(t *testing.T) {
 	const msg = "volume cannot be snapshotted: unsupported filesystem xfs-legacy"
-	s := newSetup(t, setupOpts{faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "InvalidArgument", Message: msg}}})
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "InvalidArgument", Message: msg}}})
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
 
-	got := s.waitSnapshotError(t, "snap", msg, 30*time.Second)
+	got := s.WaitSnapshotError(t, "snap", msg, 30*time.Second)
 	if !strings.Contains(*got.Status.Error.Message, "InvalidArgument") {
 		t.Errorf("error %q does not name the gRPC code", *got.Status.Error.Message)
 	}
 	if got.Status.ReadyToUse != nil && *got.Status.ReadyToUse {
 		t.Error("failed snapshot reports ready")
 	}
-	s.waitContent(t, contentName, "without mark, handle, with the error", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
+	s.Env.WaitContent(t, contentName, "without mark, handle, with the error", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
 		return !beingCreated(c) && handleOf(c) == "" &&
 			c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil && strings.Contains(*c.Status.Error.Message, msg)
 	})
 	if n := s.calls(t, mCreate, "InvalidArgument"); n < 1 {
 		t.Errorf("CreateSnapshot failed %d times, want at least once", n)
 	}
-	if b := s.backend(t); len(b) != 0 {
+	if b := s.Drv.Created(t); len(b) != 0 {
 		t.Fatalf("driver holds %+v after a final error", b)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver holds %+v", b)
-	}
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 	if n := s.calls(t, mCreate, "OK"); n != 0 {
 		t.Errorf("CreateSnapshot succeeded %d times, want 0", n)
 	}
-	s.backendMatchesContents(t)
 }
 
 // An error that means "may still be in progress" (Unavailable, here after
@@ -121,18 +109,18 @@ func TestFinalErrorShownOnSnapshot(t *testing.T) {
 // shown to the user, and recovers to ready without a second snapshot.
 func TestInProgressErrorRecovers(t *testing.T) {
 	const msg = "backend busy, try later"
-	s := newSetup(t, setupOpts{
-		faults:    []framework.FaultRule{{Method: "CreateSnapshot", Code: "Unavailable", Message: msg, Times: 3, AfterCall: true}},
-		extraArgs: []string{"--retry-interval-start=500ms"},
+	s := newSetup(t, framework.ScenarioOptions{
+		Faults:         []framework.FaultRule{{Method: "CreateSnapshot", Code: "Unavailable", Message: msg, Times: 3, AfterCall: true}},
+		ControllerArgs: []string{"--retry-interval-start=500ms"},
 	})
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
 
 	// Every version of the content that shows the error still carries the
 	// mark and no handle: the handle and the cleared error come in one
 	// status write, the mark goes only after it.
-	c := s.waitContent(t, contentName, "showing the in-progress error", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
+	c := s.Env.WaitContent(t, contentName, "showing the in-progress error", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
 		return c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil && strings.Contains(*c.Status.Error.Message, msg)
 	})
 	if !beingCreated(c) {
@@ -141,31 +129,25 @@ func TestInProgressErrorRecovers(t *testing.T) {
 	if handleOf(c) != "" {
 		t.Errorf("content shows an error and a handle %q", handleOf(c))
 	}
-	s.waitSnapshotError(t, "snap", msg, 30*time.Second)
+	s.WaitSnapshotError(t, "snap", msg, 30*time.Second)
 
-	got := s.waitReady(t, "snap", 30*time.Second)
+	got := s.WaitReady(t, "snap", 30*time.Second)
 	if got.Status.Error != nil {
-		t.Errorf("ready snapshot still shows the error: %s", statusString(got.Status))
+		t.Errorf("ready snapshot still shows the error: %s", framework.JSON(got.Status))
 	}
-	c = s.content(t, contentName)
+	c = s.Content(t, contentName)
 	if beingCreated(c) {
 		t.Error("ready content still marked being-created")
 	}
 	if n := s.calls(t, mCreate, "Unavailable"); n != 3 {
 		t.Errorf("CreateSnapshot failed %d times, want 3", n)
 	}
-	if b := s.backend(t); len(b) != 1 || b[0].ID != handleOf(c) {
+	if b := s.Drv.Created(t); len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want exactly the content's %q", b, handleOf(c))
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 }
 
 // A VolumeSnapshot deleted while its CreateSnapshot call is still in flight
@@ -183,33 +165,33 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSetup(t, setupOpts{faults: []framework.FaultRule{tc.fault}, extraArgs: tc.args})
-			s.pvc(t, "data")
-			vs := s.snapshot(t, "snap", "data")
+			s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{tc.fault}, ControllerArgs: tc.args})
+			s.PVC(t, "data")
+			vs := s.Snapshot(t, "snap", "data", &s.Class)
 			contentName := snapshot.ContentNameFor(vs.UID)
 
 			// The backend has cut it; the controller is still waiting.
-			s.waitBackend(t, 1, 30*time.Second)
-			c := s.content(t, contentName)
+			s.WaitBackend(t, 1, 30*time.Second)
+			c := s.Content(t, contentName)
 			if !beingCreated(c) || handleOf(c) != "" {
 				t.Fatalf("in-flight content: annotations %v, handle %q", c.Annotations, handleOf(c))
 			}
-			s.deleteSnapshot(t, "snap")
-			c = s.waitContent(t, contentName, "deleted", 10*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
+			s.DeleteSnapshot(t, "snap")
+			c = s.Env.WaitContent(t, contentName, "deleted", 10*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
 				return c.DeletionTimestamp != nil
 			})
 			if !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
 				t.Fatalf("deleted in-flight content lacks the bound finalizer: %v", c.Finalizers)
 			}
-			s.waitSnapshotGone(t, "snap")
-			s.waitContentGone(t, contentName)
-			if b := s.backend(t); len(b) != 0 {
+			s.WaitSnapshotGone(t, "snap")
+			s.WaitContentGone(t, contentName)
+			if b := s.Drv.Created(t); len(b) != 0 {
 				t.Fatalf("driver still holds %+v", b)
 			}
 			if n := s.calls(t, mDelete, "OK"); n < 1 {
 				t.Errorf("DeleteSnapshot answered OK %d times", n)
 			}
-			s.backendMatchesContents(t)
+			s.BackendMatchesContents(t)
 		})
 	}
 }
@@ -218,34 +200,34 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 // retried under the same name: ready, exactly one backend snapshot
 // (https://github.com/kubernetes-csi/external-snapshotter/issues/134).
 func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
-	s := newSetup(t, setupOpts{
-		faults: []framework.FaultRule{{Method: "CreateSnapshot", HangUntilDeadline: true, Times: 1}},
+	s := newSetup(t, framework.ScenarioOptions{
+		Faults: []framework.FaultRule{{Method: "CreateSnapshot", HangUntilDeadline: true, Times: 1}},
 		// A slow first retry, so the timed-out state can be looked at.
-		extraArgs: []string{"--timeout=2s", "--retry-interval-start=3s"},
+		ControllerArgs: []string{"--timeout=2s", "--retry-interval-start=3s"},
 	})
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
 
 	// Timed out: the backend has the snapshot, the content keeps the mark
 	// (the call may still be cutting), has no handle and says why.
-	c := s.waitContent(t, contentName, "showing the timeout", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
+	c := s.Env.WaitContent(t, contentName, "showing the timeout", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
 		return c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil &&
 			strings.Contains(*c.Status.Error.Message, "DeadlineExceeded")
 	})
 	if !beingCreated(c) || handleOf(c) != "" {
 		t.Errorf("timed-out content: annotations %v, handle %q; want the mark and no handle", c.Annotations, handleOf(c))
 	}
-	if b := s.backend(t); len(b) != 1 {
+	if b := s.Drv.Created(t); len(b) != 1 {
 		t.Fatalf("driver holds %+v during the timeout, want the one snapshot it cut", b)
 	}
-	s.waitSnapshotError(t, "snap", "DeadlineExceeded", 10*time.Second)
+	s.WaitSnapshotError(t, "snap", "DeadlineExceeded", 10*time.Second)
 
-	got := s.waitReady(t, "snap", 30*time.Second)
+	got := s.WaitReady(t, "snap", 30*time.Second)
 	if got.Status.Error != nil {
-		t.Errorf("ready snapshot still shows an error: %s", statusString(got.Status))
+		t.Errorf("ready snapshot still shows an error: %s", framework.JSON(got.Status))
 	}
-	timeouts, err := s.ctrl.Metric(context.Background(), "csi_sidecar_operations_seconds_count",
+	timeouts, err := s.Ctrl.Metric(context.Background(), "csi_sidecar_operations_seconds_count",
 		`method_name="`+mCreate+`"`, `grpc_status_code="DeadlineExceeded"`)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +235,7 @@ func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
 	if timeouts < 1 {
 		t.Errorf("controller saw %v CreateSnapshot timeouts, want at least 1", timeouts)
 	}
-	calls := s.allCalls(t)[mCreate]
+	calls := s.Drv.Calls(t)[mCreate]
 	var total int64
 	for _, n := range calls {
 		total += n
@@ -261,83 +243,77 @@ func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
 	if total < 2 {
 		t.Errorf("CreateSnapshot called %d times (%v), want a retry after the timeout", total, calls)
 	}
-	c = s.content(t, contentName)
+	c = s.Content(t, contentName)
 	if beingCreated(c) {
 		t.Error("ready content still marked being-created")
 	}
-	if b := s.backend(t); len(b) != 1 || b[0].ID != handleOf(c) {
+	if b := s.Drv.Created(t); len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want exactly the content's %q", b, handleOf(c))
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 }
 
 // Retain: deleting the VolumeSnapshot keeps the content and the backend
 // snapshot. An admin who later switches the content to Delete and deletes
 // it removes the backend snapshot.
 func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
-	s := newSetup(t, setupOpts{policy: snapv1.VolumeSnapshotContentRetain})
+	s := newSetup(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
 	ctx := context.Background()
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
-	s.waitReady(t, "snap", 30*time.Second)
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
+	s.WaitReady(t, "snap", 30*time.Second)
+	s.DeleteSnapshot(t, "snap")
+	s.WaitSnapshotGone(t, "snap")
 
-	c := s.content(t, contentName)
+	c := s.Content(t, contentName)
 	if c.DeletionTimestamp != nil {
 		t.Fatal("Retain content is being deleted")
 	}
 	if !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
 		t.Errorf("Retain content lacks the being-deleted mark: %v", c.Annotations)
 	}
-	if b := s.backend(t); len(b) != 1 || b[0].ID != handleOf(c) {
+	if b := s.Drv.Created(t); len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want the retained %q", b, handleOf(c))
 	}
 	if n := s.calls(t, mDelete, "OK"); n != 0 {
 		t.Errorf("DeleteSnapshot called %d times for a Retain content", n)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
 	// The admin's clean-up.
 	patch := []byte(`{"spec":{"deletionPolicy":"Delete"}}`)
-	if _, err := s.env.Snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, contentName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, contentName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.deleteContent(t, contentName)
-	s.waitContentGone(t, contentName)
-	if b := s.backend(t); len(b) != 0 {
+	s.DeleteContent(t, contentName)
+	s.WaitContentGone(t, contentName)
+	if b := s.Drv.Created(t); len(b) != 0 {
 		t.Fatalf("driver still holds %+v", b)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 }
 
 // A snapshot cut outside Kubernetes is imported through a content with its
 // handle and a VolumeSnapshot naming that content: its status is read with
 // ListSnapshots (polled while not ready) and nothing is cut.
 func TestPreProvisionedImport(t *testing.T) {
-	s := newSetup(t, setupOpts{faults: []framework.FaultRule{{Method: "ListSnapshots", NotReady: 2}}})
+	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "ListSnapshots", NotReady: 2}}})
 	ctx := context.Background()
-	snap := s.cutBackendSnapshot(t, "imported-"+s.ns, "vol-external")
-	contentName := "imported-" + s.ns
-	s.preProvisionedContent(t, contentName, snap.SnapshotId, "snap", snapv1.VolumeSnapshotContentDelete)
+	snap := s.cutBackendSnapshot(t, "imported-"+s.NS, "vol-external")
+	contentName := "imported-" + s.NS
+	s.PreProvisionedContent(t, contentName, snap.SnapshotId, "snap", snapv1.VolumeSnapshotContentDelete)
 	vs := &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: s.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: s.NS},
 		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &contentName}},
 	}
-	if _, err := s.env.Snap.SnapshotV1().VolumeSnapshots(s.ns).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := s.waitReady(t, "snap", 30*time.Second)
-	c := s.content(t, contentName)
+	got := s.WaitReady(t, "snap", 30*time.Second)
+	c := s.Content(t, contentName)
 	created := snap.CreationTime.AsTime()
 	switch {
 	case handleOf(c) != snap.SnapshotId:
@@ -364,30 +340,24 @@ func TestPreProvisionedImport(t *testing.T) {
 	if n := s.calls(t, mCreate, "OK"); n != 1 {
 		t.Errorf("CreateSnapshot answered %d times, want only the test's own call", n)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteAndExpectNothingLeft(t, "snap", contentName)
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 }
 
 // --snapshot-name-prefix and --snapshot-name-uuid-length are honoured
 // exactly: "<prefix>-<first N hex characters of the UID, dashes removed>".
 func TestSnapshotNameFlags(t *testing.T) {
-	s := newSetup(t, setupOpts{extraArgs: []string{"--snapshot-name-prefix=snap", "--snapshot-name-uuid-length=8"}})
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
-	s.waitReady(t, "snap", 30*time.Second)
-	b := s.backend(t)
+	s := newSetup(t, framework.ScenarioOptions{ControllerArgs: []string{"--snapshot-name-prefix=snap", "--snapshot-name-uuid-length=8"}})
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
+	s.WaitReady(t, "snap", 30*time.Second)
+	b := s.Drv.Created(t)
 	want := "snap-" + strings.ReplaceAll(string(vs.UID), "-", "")[:8]
 	if len(b) != 1 || b[0].Name != want {
 		t.Fatalf("driver holds %+v, want one snapshot named %q", b, want)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteSnapshot(t, "snap")
-	s.waitSnapshotGone(t, "snap")
-	s.waitContentGone(t, snapshot.ContentNameFor(vs.UID))
-	if b := s.backend(t); len(b) != 0 {
-		t.Fatalf("driver still holds %+v", b)
-	}
-	s.backendMatchesContents(t)
+	s.DeleteAndExpectNothingLeft(t, "snap", snapshot.ContentNameFor(vs.UID))
 }

@@ -16,16 +16,16 @@ import (
 // binder in another process: a snapshot goes ready and is deleted, and only
 // the CSI-side process talks to the driver.
 func TestSeparateBinderAndCSIProcesses(t *testing.T) {
-	s := newSetup(t, setupOpts{noController: true})
+	s := newSetup(t, framework.ScenarioOptions{NoController: true})
 	ctx := context.Background()
-	binder := s.startController(t, "--components=binder")
-	csiSide := s.startController(t, "--components=csi", "--csi-address="+s.drv.Socket)
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	binder := s.StartController(t, "--components=binder")
+	csiSide := s.StartController(t, "--components=csi", "--csi-address="+s.Drv.Socket)
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
-	s.waitReady(t, "snap", 30*time.Second)
-	s.backendMatchesContents(t)
-	s.deleteAndExpectNothingLeft(t, "snap", contentName)
+	s.WaitReady(t, "snap", 30*time.Second)
+	s.BackendMatchesContents(t)
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 
 	for _, m := range []string{mCreate, mDelete} {
 		n, err := csiSide.Metric(ctx, "csi_sidecar_operations_seconds_count", `method_name="`+m+`"`, `grpc_status_code="OK"`)
@@ -58,45 +58,45 @@ func TestVeleroStyleDelete(t *testing.T) {
 			name = "binder and CSI side in one process"
 		}
 		t.Run(name, func(t *testing.T) {
-			s := newSetup(t, setupOpts{noController: true})
+			s := newSetup(t, framework.ScenarioOptions{NoController: true})
 			if csiLate {
-				s.startController(t, "--components=binder")
+				s.StartController(t, "--components=binder")
 			} else {
-				s.startController(t, "--components=binder,csi", "--csi-address="+s.drv.Socket)
+				s.StartController(t, "--components=binder,csi", "--csi-address="+s.Drv.Socket)
 			}
-			snap := s.cutBackendSnapshot(t, "velero-"+s.ns, "vol-velero")
-			contentName := "velero-" + s.ns
+			snap := s.cutBackendSnapshot(t, "velero-"+s.NS, "vol-velero")
+			contentName := "velero-" + s.NS
 			created := time.Now()
-			s.preProvisionedContent(t, contentName, snap.SnapshotId, "velero-vs-that-does-not-exist", snapv1.VolumeSnapshotContentDelete)
+			s.PreProvisionedContent(t, contentName, snap.SnapshotId, "velero-vs-that-does-not-exist", snapv1.VolumeSnapshotContentDelete)
 
 			time.Sleep(time.Until(created.Add(2 * time.Second)))
-			c := s.content(t, contentName)
+			c := s.Content(t, contentName)
 			if !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
 				t.Fatalf("2 s after its creation the content still lacks %s: %v", snapshot.FinalizerContentBound, c.Finalizers)
 			}
-			s.deleteContent(t, contentName)
+			s.DeleteContent(t, contentName)
 
 			if csiLate {
 				// Nothing can delete the backend snapshot yet: the
 				// finalizer keeps the content.
 				time.Sleep(2 * time.Second)
-				c = s.content(t, contentName)
+				c = s.Content(t, contentName)
 				if c.DeletionTimestamp == nil {
 					t.Fatal("content not marked deleted")
 				}
-				if b := s.backend(t); len(b) != 1 {
+				if b := s.Drv.Created(t); len(b) != 1 {
 					t.Fatalf("driver holds %+v before the CSI side started", b)
 				}
-				s.startController(t, "--components=csi", "--csi-address="+s.drv.Socket)
+				s.StartController(t, "--components=csi", "--csi-address="+s.Drv.Socket)
 			}
-			s.waitContentGone(t, contentName)
-			if b := s.backend(t); len(b) != 0 {
+			s.WaitContentGone(t, contentName)
+			if b := s.Drv.Created(t); len(b) != 0 {
 				t.Fatalf("driver still holds %+v", b)
 			}
 			if n := s.calls(t, mDelete, "OK"); n != 1 {
 				t.Errorf("DeleteSnapshot answered OK %d times, want 1", n)
 			}
-			s.backendMatchesContents(t)
+			s.BackendMatchesContents(t)
 		})
 	}
 }
@@ -106,27 +106,27 @@ func TestVeleroStyleDelete(t *testing.T) {
 // side waits for the binder's being-deleted mark, which comes only when
 // the VolumeSnapshot is deleted.
 func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
-	s := newSetup(t, setupOpts{})
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s := newSetup(t, framework.ScenarioOptions{})
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
-	s.waitReady(t, "snap", 30*time.Second)
-	s.deleteContent(t, contentName)
+	s.WaitReady(t, "snap", 30*time.Second)
+	s.DeleteContent(t, contentName)
 
 	time.Sleep(3 * time.Second)
-	c := s.content(t, contentName)
+	c := s.Content(t, contentName)
 	if c.DeletionTimestamp == nil || !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
 		t.Fatalf("content: deletionTimestamp %v, finalizers %v", c.DeletionTimestamp, c.Finalizers)
 	}
-	if b := s.backend(t); len(b) != 1 || b[0].ID != handleOf(c) {
+	if b := s.Drv.Created(t); len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want the bound snapshot's %q", b, handleOf(c))
 	}
 	if n := s.calls(t, mDelete, "OK"); n != 0 {
 		t.Fatalf("DeleteSnapshot called %d times for a content whose snapshot is bound", n)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteAndExpectNothingLeft(t, "snap", contentName)
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 }
 
 // The driver crashes while a CreateSnapshot is in flight (the backend it
@@ -134,30 +134,27 @@ func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
 // reconnects, cuts the snapshot again under the same name, and ends ready
 // with exactly one backend snapshot.
 func TestDriverRestartDuringCreate(t *testing.T) {
-	s := newSetup(t, setupOpts{restartable: true})
-	ctx := context.Background()
+	s := newSetup(t, framework.ScenarioOptions{})
 	// Installed over HTTP, so that the restarted driver comes without it.
-	if err := s.drv.SetFaults(ctx, framework.FaultRule{Method: "CreateSnapshot", Hang: csitest.Duration(60 * time.Second), Times: 1}); err != nil {
-		t.Fatal(err)
-	}
-	s.pvc(t, "data")
-	vs := s.snapshot(t, "snap", "data")
+	s.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: "CreateSnapshot", Hang: csitest.Duration(60 * time.Second), Times: 1}}})
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	contentName := snapshot.ContentNameFor(vs.UID)
-	s.waitBackend(t, 1, 30*time.Second)
+	s.WaitBackend(t, 1, 30*time.Second)
 
-	s.restartable.crash(t)
-	s.restartable.start(t)
+	s.Drv.Crash(t)
+	s.Drv.Start(t)
 
-	s.waitReady(t, "snap", 30*time.Second)
-	c := s.content(t, contentName)
-	b := s.backend(t)
+	s.WaitReady(t, "snap", 30*time.Second)
+	c := s.Content(t, contentName)
+	b := s.Drv.Created(t)
 	if len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want exactly the content's %q", b, handleOf(c))
 	}
 	if want := csiName("snapshot", string(vs.UID), -1); b[0].Name != want {
 		t.Errorf("re-cut snapshot named %q, want %q", b[0].Name, want)
 	}
-	s.backendMatchesContents(t)
+	s.BackendMatchesContents(t)
 
-	s.deleteAndExpectNothingLeft(t, "snap", contentName)
+	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 }

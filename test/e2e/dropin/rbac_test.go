@@ -152,25 +152,10 @@ func TestRunsUnderTheCommunityRBAC(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	class := &snapv1.VolumeSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "community-rbac-" + apps}, Driver: drv.Name,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	class := env.CreateSnapshotClass(t, framework.SnapshotClass("community-rbac-"+apps, drv.Name, snapv1.VolumeSnapshotContentDelete, false))
 	env.CreateBoundPVC(t, apps, "data", framework.PVCOptions{Driver: drv.Name})
 	claimName := "data"
-	vs := &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: apps},
-		Spec: snapv1.VolumeSnapshotSpec{
-			Source:                  snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &claimName},
-			VolumeSnapshotClassName: &class.Name,
-		},
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshots(apps).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	vs := env.CreateSnapshot(t, framework.DynamicSnapshot(apps, "snap", claimName, &class.Name))
 	ready := env.WaitSnapshotReady(t, apps, vs.Name, 90*time.Second)
 	content := *ready.Status.BoundVolumeSnapshotContentName
 

@@ -3,7 +3,6 @@ package groups
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +18,7 @@ const createGroup = "CreateVolumeGroupSnapshot"
 // answers that say "not ready yet", end in one ready group and one backend
 // group; a final error is reported on the group and leaves nothing behind.
 func TestGroupDriverFaults(t *testing.T) {
-	ctx := context.Background()
-	w := newWorld(t, worldOpts{sizes: dbSizes, faults: []framework.FaultRule{
+	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes, Faults: []framework.FaultRule{
 		{Method: createGroup, Times: 2, Code: "DeadlineExceeded", AfterCall: true},
 		{Method: createGroup, NotReady: 2},
 		{Method: "GetVolumeGroupSnapshot", NotReady: 2},
@@ -28,7 +26,7 @@ func TestGroupDriverFaults(t *testing.T) {
 	dbClaims(t, w)
 	w.group(t, "db", dbSelector)
 	w.waitGroupReady(t, "db", 60*time.Second)
-	if b := w.backendGroups(t); len(b) != 1 {
+	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s, want exactly one cut", framework.JSON(b))
 	}
 	if n := len(w.members(t, "db")); n != 3 {
@@ -37,22 +35,17 @@ func TestGroupDriverFaults(t *testing.T) {
 	w.noLeak(t)
 
 	// A final error: reported on the group, nothing cut, nothing left.
-	if err := w.drv.SetFaults(ctx, framework.FaultRule{Method: createGroup, Code: "InvalidArgument", Message: "unsupported group parameter"}); err != nil {
-		t.Fatal(err)
-	}
+	w.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: createGroup, Code: "InvalidArgument", Message: "unsupported group parameter"}}})
 	w.group(t, "bad", dbSelector)
-	w.waitGroupError(t, "bad", "unsupported group parameter")
-	if b := w.backendGroups(t); len(b) != 1 {
+	w.Env.WaitGroupError(t, w.NS, "bad", "unsupported group parameter", 30*time.Second)
+	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s after a refused cut, want only the first", framework.JSON(b))
 	}
 	w.deleteGroup(t, "bad")
 	w.deleteGroup(t, "db")
 	w.waitGroupGone(t, "bad")
 	w.waitGroupGone(t, "db")
-	w.noLeak(t)
-	if b := w.backendGroups(t); len(b) != 0 {
-		t.Fatalf("backend groups left: %s", framework.JSON(b))
-	}
+	w.nothingLeft(t)
 }
 
 // TestGroupControllerKilledMidCreate: the controller is SIGKILLed while the
@@ -60,7 +53,7 @@ func TestGroupDriverFaults(t *testing.T) {
 // a restart the group is ready with one backend group. A group deleted while
 // its cut is in flight (and the controller killed) leaves nothing behind.
 func TestGroupControllerKilledMidCreate(t *testing.T) {
-	w := newWorld(t, worldOpts{sizes: dbSizes, faults: []framework.FaultRule{
+	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes, Faults: []framework.FaultRule{
 		{Method: createGroup, Times: 1, Hang: csitest.Duration(time.Minute)},
 	}})
 	dbClaims(t, w)
@@ -69,14 +62,11 @@ func TestGroupControllerKilledMidCreate(t *testing.T) {
 	w.waitBackendGroups(t, 1)
 	w.restart(t)
 	w.waitGroupReady(t, "db", 60*time.Second)
-	if b := w.backendGroups(t); len(b) != 1 {
+	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s, want exactly one cut", framework.JSON(b))
 	}
 
-	if err := w.drv.SetFaults(context.Background(),
-		framework.FaultRule{Method: createGroup, Times: 1, Hang: csitest.Duration(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	w.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: createGroup, Times: 1, Hang: csitest.Duration(time.Minute)}}})
 	w.group(t, "gone", &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "data"}})
 	w.waitBackendGroups(t, 2)
 	w.deleteGroup(t, "gone")
@@ -85,30 +75,13 @@ func TestGroupControllerKilledMidCreate(t *testing.T) {
 	w.waitGroupGone(t, "gone")
 	w.deleteGroup(t, "db")
 	w.waitGroupGone(t, "db")
-	w.noLeak(t)
-	if b := w.backendGroups(t); len(b) != 0 {
-		t.Fatalf("backend groups left: %s", framework.JSON(b))
-	}
+	w.nothingLeft(t)
 }
 
 func (w *world) waitBackendGroups(t *testing.T, n int) {
 	t.Helper()
 	framework.Eventually(t, 30*time.Second, fmt.Sprintf("%d backend groups", n), func() (bool, error) {
-		b, err := w.drv.Groups(context.Background())
+		b, err := w.Drv.GetGroups(context.Background())
 		return len(b) == n, fmt.Errorf("%d groups (%v)", len(b), err)
-	})
-}
-
-func (w *world) waitGroupError(t *testing.T, name, substr string) {
-	t.Helper()
-	framework.Eventually(t, 30*time.Second, "group "+name+" error "+substr, func() (bool, error) {
-		g, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if g.Status == nil || g.Status.Error == nil || g.Status.Error.Message == nil {
-			return false, fmt.Errorf("status %s", framework.JSON(g.Status))
-		}
-		return strings.Contains(*g.Status.Error.Message, substr), fmt.Errorf("error %q", *g.Status.Error.Message)
 	})
 }

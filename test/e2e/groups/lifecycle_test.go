@@ -46,8 +46,8 @@ var dbSizes = map[string]int64{"data-0": 1 * gib, "data-1": 2 * gib, "logs": 3 *
 // it; deleting the group removes members, contents and the backend group.
 func TestGroupLifecycle(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, worldOpts{sizes: dbSizes})
-	w.env.StartWebhook(t)
+	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes})
+	w.Env.StartWebhook(t)
 	claims := dbClaims(t, w)
 	w.group(t, "db", dbSelector)
 	g := w.waitGroupReady(t, "db", 60*time.Second)
@@ -56,13 +56,13 @@ func TestGroupLifecycle(t *testing.T) {
 	if want := "groupsnapcontent-" + string(g.UID); contentName != want {
 		t.Fatalf("group content %q, want %q", contentName, want)
 	}
-	content, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
+	content, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, contentName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var handles []string
 	for _, c := range claims {
-		handles = append(handles, w.handle(c))
+		handles = append(handles, w.Handle(c))
 	}
 	got := slices.Sorted(slices.Values(content.Spec.Source.VolumeHandles))
 	if !slices.Equal(got, handles) {
@@ -72,7 +72,7 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Fatal("ready group without creationTime")
 	}
 
-	backend := w.backendGroups(t)
+	backend := w.Drv.Groups(t)
 	if len(backend) != 1 || len(backend[0].SnapshotIDs) != 3 {
 		t.Fatalf("backend groups %s, want one of three volumes", framework.JSON(backend))
 	}
@@ -85,30 +85,30 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Fatalf("%d members, want 3: %s", len(members), framework.JSON(members))
 	}
 	for _, claim := range claims {
-		vs := findMember(t, members, g, w.handle(claim))
+		vs := findMember(t, members, g, w.Handle(claim))
 		checkMember(t, w, &vs, g, claim, backend[0].SnapshotIDs)
 	}
 	w.noLeak(t)
 
 	// A member restores: the webhook accepts it as a usable snapshot.
-	member := findMember(t, members, g, w.handle("data-0"))
-	restore, err := w.restoreClaim(t, "restore", member.Name)
+	member := findMember(t, members, g, w.Handle("data-0"))
+	restore, err := w.RestoreClaim(t, "restore", member.Name)
 	if err != nil {
 		t.Fatalf("restore from member %s refused: %v", member.Name, err)
 	}
 
 	// A member cannot go alone while its group lives.
-	other := findMember(t, members, g, w.handle("logs"))
-	if err := w.env.Snap.SnapshotV1().VolumeSnapshots(w.ns).Delete(ctx, other.Name, metav1.DeleteOptions{}); err != nil {
+	other := findMember(t, members, g, w.Handle("logs"))
+	if err := w.Env.Snap.SnapshotV1().VolumeSnapshots(w.NS).Delete(ctx, other.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)
-	if vs, err := w.env.Snap.SnapshotV1().VolumeSnapshots(w.ns).Get(ctx, other.Name, metav1.GetOptions{}); err != nil {
+	if vs, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(w.NS).Get(ctx, other.Name, metav1.GetOptions{}); err != nil {
 		t.Fatalf("member deleted alone while its group lives: %v", err)
 	} else if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotInGroup) {
 		t.Fatalf("member lost %s while its group lives: %v", snapshot.FinalizerSnapshotInGroup, vs.Finalizers)
 	}
-	if b, _ := w.drv.Snapshots(ctx); len(b) != 3 {
+	if b := w.Drv.Created(t); len(b) != 3 {
 		t.Fatalf("backend snapshots %s, want the three members kept", framework.JSON(b))
 	}
 
@@ -121,31 +121,24 @@ func TestGroupLifecycle(t *testing.T) {
 	if n := len(w.members(t, "db")); n != 3 {
 		t.Fatalf("%d members left while a claim restores from one, want 3", n)
 	}
-	if len(w.backendGroups(t)) != 1 {
+	if len(w.Drv.Groups(t)) != 1 {
 		t.Fatal("backend group deleted while a claim restores from a member")
 	}
 
 	// The restore finishes: everything goes, at the driver too.
 	restore.Status.Phase = corev1.ClaimBound
-	if _, err := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns).UpdateStatus(ctx, restore, metav1.UpdateOptions{}); err != nil {
+	if _, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).UpdateStatus(ctx, restore, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w.waitGroupGone(t, "db")
 	for _, m := range members {
-		w.env.WaitSnapshotGone(t, w.ns, m.Name, 30*time.Second)
-		w.env.WaitContentGone(t, *m.Status.BoundVolumeSnapshotContentName, 30*time.Second)
+		w.WaitSnapshotGone(t, m.Name)
+		w.WaitContentGone(t, *m.Status.BoundVolumeSnapshotContentName)
 	}
-	w.env.WaitContentGone(t, contentName, 30*time.Second)
-	w.noLeak(t)
-	if b := w.backendGroups(t); len(b) != 0 {
-		t.Fatalf("backend groups left: %s", framework.JSON(b))
-	}
+	w.Env.WaitGroupContentGone(t, contentName, 30*time.Second)
+	w.nothingLeft(t)
 	w.groupDeletesNamedTheirMembers(t, 3)
-	calls, err := w.drv.Calls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := framework.CountCalls(calls, "/DeleteSnapshot"); n != 0 {
+	if n := w.Drv.Calls(t).Count("DeleteSnapshot", ""); n != 0 {
 		t.Fatalf("%d members deleted one by one through DeleteSnapshot, want 0 (DeleteVolumeGroupSnapshot)", n)
 	}
 }
@@ -167,7 +160,7 @@ func findMember(t *testing.T, members []snapv1.VolumeSnapshot, g *groupv1.Volume
 func checkMember(t *testing.T, w *world, vs *snapv1.VolumeSnapshot, g *groupv1.VolumeGroupSnapshot, claim string, backendIDs []string) {
 	t.Helper()
 	ctx := context.Background()
-	handle := w.handle(claim)
+	handle := w.Handle(claim)
 	if src := vs.Spec.Source.PersistentVolumeClaimName; src == nil || *src != claim {
 		t.Errorf("member %s source %v, want claim %s", vs.Name, src, claim)
 	}
@@ -185,7 +178,7 @@ func checkMember(t *testing.T, w *world, vs *snapv1.VolumeSnapshot, g *groupv1.V
 	case st.BoundVolumeSnapshotContentName == nil || *st.BoundVolumeSnapshotContentName != snapshot.MemberContentName(g.UID, handle):
 		t.Fatalf("member %s bound to %v, want %s", vs.Name, st.BoundVolumeSnapshotContentName, snapshot.MemberContentName(g.UID, handle))
 	}
-	content, err := w.env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, *st.BoundVolumeSnapshotContentName, metav1.GetOptions{})
+	content, err := w.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, *st.BoundVolumeSnapshotContentName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // group with DeleteVolumeGroupSnapshot.
 func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, worldOpts{sizes: dbSizes, policy: snapv1.VolumeSnapshotContentRetain})
+	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes, Policy: snapv1.VolumeSnapshotContentRetain})
 	dbClaims(t, w)
 	w.group(t, "db", dbSelector)
 	g := w.waitGroupReady(t, "db", 60*time.Second)
@@ -30,17 +30,17 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	w.deleteGroup(t, "db")
 	w.waitGroupGone(t, "db")
 	for _, m := range members {
-		w.env.WaitSnapshotGone(t, w.ns, m.Name, 30*time.Second)
+		w.WaitSnapshotGone(t, m.Name)
 	}
-	groupContents := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents()
+	groupContents := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents()
 	if _, err := groupContents.Get(ctx, contentName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("Retain: group content %s gone: %v", contentName, err)
 	}
-	backend := w.backendGroups(t)
+	backend := w.Drv.Groups(t)
 	if len(backend) != 1 || len(backend[0].SnapshotIDs) != 3 {
 		t.Fatalf("Retain: backend groups %s, want the group kept", framework.JSON(backend))
 	}
-	if b, _ := w.drv.Snapshots(ctx); len(b) != 3 {
+	if b := w.Drv.Created(t); len(b) != 3 {
 		t.Fatalf("Retain: backend snapshots %s, want the three members kept", framework.JSON(b))
 	}
 
@@ -48,28 +48,25 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	if err := groupContents.Delete(ctx, contentName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 30*time.Second, "retained group content gone", func() (bool, error) {
-		_, err := groupContents.Get(ctx, contentName, metav1.GetOptions{})
-		return err != nil, err
-	})
+	w.Env.WaitGroupContentGone(t, contentName, 30*time.Second)
 	for _, m := range members {
 		name := *m.Status.BoundVolumeSnapshotContentName
-		if err := w.env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := w.Env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w.env.WaitContentGone(t, name, 30*time.Second)
+		w.WaitContentGone(t, name)
 	}
-	if b := w.backendGroups(t); len(b) != 1 {
+	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("deleting retained objects touched the backend: %s", framework.JSON(b))
 	}
 
 	// Import the backend group.
 	imported := &groupv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: "imported-" + w.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "imported-" + w.NS},
 		Spec: groupv1.VolumeGroupSnapshotContentSpec{
-			VolumeGroupSnapshotRef: corev1.ObjectReference{Name: "imported", Namespace: w.ns},
+			VolumeGroupSnapshotRef: corev1.ObjectReference{Name: "imported", Namespace: w.NS},
 			DeletionPolicy:         snapv1.VolumeSnapshotContentDelete,
-			Driver:                 w.drv.Name,
+			Driver:                 w.Drv.Name,
 			Source: groupv1.VolumeGroupSnapshotContentSource{GroupSnapshotHandles: &groupv1.GroupSnapshotHandles{
 				VolumeGroupSnapshotHandle: backend[0].ID,
 				VolumeSnapshotHandles:     backend[0].SnapshotIDs,
@@ -81,10 +78,10 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	}
 	source := imported.Name
 	vgs := &groupv1.VolumeGroupSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "imported", Namespace: w.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "imported", Namespace: w.NS},
 		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{VolumeGroupSnapshotContentName: &source}},
 	}
-	if _, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.ns).Create(ctx, vgs, metav1.CreateOptions{}); err != nil {
+	if _, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS).Create(ctx, vgs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := w.waitGroupReady(t, "imported", 60*time.Second)
@@ -93,12 +90,6 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	}
 	w.deleteGroup(t, "imported")
 	w.waitGroupGone(t, "imported")
-	framework.Eventually(t, 30*time.Second, "imported group content gone", func() (bool, error) {
-		_, err := groupContents.Get(ctx, source, metav1.GetOptions{})
-		return err != nil, err
-	})
-	w.noLeak(t)
-	if b := w.backendGroups(t); len(b) != 0 {
-		t.Fatalf("backend groups left: %s", framework.JSON(b))
-	}
+	w.Env.WaitGroupContentGone(t, source, 30*time.Second)
+	w.nothingLeft(t)
 }

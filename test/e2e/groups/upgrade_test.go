@@ -24,12 +24,12 @@ import (
 // rebuilds the list from the member contents.
 func TestGroupFromV1beta1DeletesWithItsMembers(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, worldOpts{sizes: dbSizes})
+	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes})
 	dbClaims(t, w)
 	w.group(t, "db", dbSelector)
 	g := w.waitGroupReady(t, "db", 60*time.Second)
 	name := *g.Status.BoundVolumeGroupSnapshotContentName
-	contents := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents()
+	contents := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents()
 	if _, err := contents.Patch(ctx, name, types.MergePatchType,
 		[]byte(`{"status":{"volumeSnapshotInfoList":null}}`), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
@@ -39,10 +39,7 @@ func TestGroupFromV1beta1DeletesWithItsMembers(t *testing.T) {
 	}
 	w.deleteGroup(t, "db")
 	w.waitGroupGone(t, "db")
-	w.noLeak(t)
-	if b := w.backendGroups(t); len(b) != 0 {
-		t.Fatalf("backend groups left: %s", framework.JSON(b))
-	}
+	w.nothingLeft(t)
 	w.groupDeletesNamedTheirMembers(t, 3)
 }
 

@@ -23,12 +23,12 @@ import (
 // fix, and accepts a group that can.
 func TestGroupWebhook(t *testing.T) {
 	ctx := context.Background()
-	w := newWorld(t, worldOpts{})
-	w.env.StartWebhook(t)
-	groups := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.ns)
+	w := newWorld(t, framework.ScenarioOptions{})
+	w.Env.StartWebhook(t)
+	groups := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS)
 	create := func(name string, sel *metav1.LabelSelector, class *string) error {
 		_, err := groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.NS},
 			Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: class,
 				Source: groupv1.VolumeGroupSnapshotSource{Selector: sel}},
 		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -57,47 +57,47 @@ func TestGroupWebhook(t *testing.T) {
 
 	// Claims of two drivers.
 	other := fmt.Sprintf("other-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
-	w.env.CreateBoundPVC(t, w.ns, "elsewhere", framework.PVCOptions{Driver: other})
+	w.Env.CreateBoundPVC(t, w.NS, "elsewhere", framework.PVCOptions{Driver: other})
 	w.label(t, "elsewhere", map[string]string{"mixed": "yes"})
 	denied("two drivers", create("mixed", &metav1.LabelSelector{MatchLabels: map[string]string{"mixed": "yes"}}, nil),
-		"spec.source.selector", other, w.drv.Name, "one driver")
+		"spec.source.selector", other, w.Drv.Name, "one driver")
 
 	// An unbound claim.
 	storageClass := ""
 	pending := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: w.ns, Labels: map[string]string{"app": "unbound"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: w.NS, Labels: map[string]string{"app": "unbound"}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: &storageClass,
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}
-	if _, err := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
+	if _, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	denied("unbound claim", create("unbound", app("unbound"), nil), "spec.source.selector", `"pending"`, "not bound")
 
 	// A class of another driver than the claims'.
-	otherClass := "other-" + w.ns
-	if _, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
+	otherClass := "other-" + w.NS
+	if _, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: otherClass}, Driver: other, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	denied("class of another driver", create("wrong-class", app("ok"), &otherClass),
-		"spec.volumeGroupSnapshotClassName", other, w.drv.Name)
+		"spec.volumeGroupSnapshotClassName", other, w.Drv.Name)
 
 	// A second default group class for the driver.
-	_, err := w.env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "second-default-" + w.ns,
+	_, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "second-default-" + w.NS,
 			Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver: w.drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+		Driver: w.Drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 	}, metav1.CreateOptions{})
 	denied("second default group class", err, snapshot.AnnGroupDefaultClass, w.class)
 
 	// The source of a group is fixed.
 	_, err = groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: w.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: w.NS},
 		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{Selector: app("ok")}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -116,7 +116,7 @@ func TestGroupWebhook(t *testing.T) {
 func (w *world) label(t *testing.T, claim string, labels map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	claims := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns)
+	claims := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS)
 	c, err := claims.Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -91,7 +91,7 @@ func (w *world) record(t *testing.T, from *state) *recorder {
 			}
 		}()
 	}
-	vsw, err := w.env.Snap.SnapshotV1().VolumeSnapshots(w.ns).Watch(ctx, opts)
+	vsw, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(w.NS).Watch(ctx, opts)
 	start("VolumeSnapshot", vsw, err, func(o any) (string, string, bool) {
 		vs, ok := o.(*snapv1.VolumeSnapshot)
 		if !ok {
@@ -99,15 +99,15 @@ func (w *world) record(t *testing.T, from *state) *recorder {
 		}
 		return vs.Name, vs.Name, true
 	})
-	vscw, err := w.env.Snap.SnapshotV1().VolumeSnapshotContents().Watch(ctx, opts)
+	vscw, err := w.Env.Snap.SnapshotV1().VolumeSnapshotContents().Watch(ctx, opts)
 	start("VolumeSnapshotContent", vscw, err, func(o any) (string, string, bool) {
 		c, ok := o.(*snapv1.VolumeSnapshotContent)
-		if !ok || c.Spec.Driver != w.drv.Name || c.Spec.VolumeSnapshotRef.Namespace != w.ns {
+		if !ok || c.Spec.Driver != w.Drv.Name || c.Spec.VolumeSnapshotRef.Namespace != w.NS {
 			return "", "", false
 		}
 		return c.Spec.VolumeSnapshotRef.Name, c.Name, true
 	})
-	pvcw, err := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns).Watch(ctx, opts)
+	pvcw, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).Watch(ctx, opts)
 	start("PersistentVolumeClaim", pvcw, err, func(o any) (string, string, bool) {
 		p, ok := o.(*corev1.PersistentVolumeClaim)
 		if !ok {

@@ -58,8 +58,7 @@ func runMigration(t *testing.T, sc scenario) {
 		t.Fatal(err)
 	}
 	testStart := time.Now()
-	env := framework.Shared(t)
-	w := newWorld(t, env, sc.prefix, sc.uuidLen)
+	w := newWorld(t, sc.prefix, sc.uuidLen)
 	cutN := (cfg.M + 1) / 2
 	pollN := cfg.M - cutN
 	fig := &figures{Test: t.Name(), From: sc.from, To: sc.to, N: cfg.N, Cutting: cutN, Polling: pollN,
@@ -264,7 +263,7 @@ func runMigration(t *testing.T, sc scenario) {
 	fig.BackendAfter = len(backendAfter)
 	left := after.pvcsWithSourceFinalizer()
 	check(len(left) == 0, "claims still hold %s after their snapshots are ready: %v", "pvc-as-source-protection", firstN(left, 10))
-	err = w.backendMatches(30 * time.Second)
+	err = w.Env.BackendSettles(w.Drv, 30*time.Second)
 	check(err == nil, "after the switch: %v", err)
 
 	// 6. Deletions under the new pair.
@@ -289,7 +288,7 @@ func runMigration(t *testing.T, sc scenario) {
 	check(err == nil, "deleted snapshots not gone under the %s pair: %v", sc.to, err)
 	fig.Deleted = len(del)
 	fig.DeleteTime = time.Since(t0)
-	err = w.backendMatches(30 * time.Second)
+	err = w.Env.BackendSettles(w.Drv, 30*time.Second)
 	check(err == nil, "after the deletions: %v", err)
 	fig.Leak = err == nil
 	backendEnd, _ := w.backend(t)

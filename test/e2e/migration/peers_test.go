@@ -38,7 +38,7 @@ type pair struct {
 func (w *world) binderArgs() []string { return append([]string(nil), deploymentArgs...) }
 
 func (w *world) csiArgs() []string {
-	return append(append([]string{"--csi-address=" + w.drv.Socket}, deploymentArgs...), w.nameArgs...)
+	return append(append([]string{"--csi-address=" + w.Drv.Socket}, deploymentArgs...), w.nameArgs...)
 }
 
 // startPair starts the binder and the CSI side of impl and waits until both
@@ -82,7 +82,7 @@ func (w *world) startOurs(p *pair, side string, args []string) error {
 	if err != nil {
 		return err
 	}
-	full := append([]string{"--kubeconfig=" + w.env.Kubeconfig, "--http-endpoint=" + addr}, args...)
+	full := append([]string{"--kubeconfig=" + w.Env.Kubeconfig, "--http-endpoint=" + addr}, args...)
 	proc, err := framework.StartProcess(w.dir, "ours-"+side, bin, full)
 	if err != nil {
 		return err
@@ -107,13 +107,13 @@ func (w *world) startCommunity(p *pair, side string, args []string) error {
 	}
 	var since int64
 	if side == "csi" {
-		log, err := w.drv.CallLog(context.Background(), 0)
+		log, err := w.Drv.GetCallLog(context.Background(), 0)
 		if err != nil {
 			return err
 		}
 		since = log.Last
 	}
-	full := append([]string{"--kubeconfig=" + w.env.Kubeconfig, "--http-endpoint=" + addr}, args...)
+	full := append([]string{"--kubeconfig=" + w.Env.Kubeconfig, "--http-endpoint=" + addr}, args...)
 	proc, err := framework.StartProcess(w.dir, "community-"+name, bin, full)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (w *world) startCommunity(p *pair, side string, args []string) error {
 		return err
 	}
 	for side == "csi" {
-		log, err := w.drv.CallLog(context.Background(), since)
+		log, err := w.Drv.GetCallLog(context.Background(), since)
 		if err == nil && countMethod(log.Entries, "ControllerGetCapabilities") > 0 {
 			break
 		}

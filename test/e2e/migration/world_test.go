@@ -3,7 +3,6 @@ package migration
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -21,15 +20,12 @@ import (
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
-// world is one run's namespace, driver (its own name, so the leak check sees
-// only this run's contents), class and process directory.
+// world is one run's framework.Scenario (a driver named mig-*, its class,
+// no controller: the run starts its pairs) and process directory.
 type world struct {
-	env   *framework.Env
-	api   *apiServer
-	ns    string
-	drv   *framework.CSIDriver
-	class string
-	dir   string
+	*framework.Scenario
+	api *apiServer
+	dir string
 	// prefix and uuidLen are the CSI naming flags both CSI sides get
 	// (nameArgs); uuidLen -1 is the default (whole UID).
 	prefix   string
@@ -39,21 +35,14 @@ type world struct {
 	uids map[string]types.UID
 }
 
-func newWorld(t *testing.T, env *framework.Env, prefix string, uuidLen int) *world {
+func newWorld(t *testing.T, prefix string, uuidLen int) *world {
 	t.Helper()
-	w := &world{env: env, api: newAPIServer(env), ns: env.Namespace(t), dir: env.TempDir(t, t.Name()),
+	sc := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "mig", NoController: true})
+	w := &world{Scenario: sc, api: newAPIServer(sc.Env), dir: sc.Env.TempDir(t, t.Name()),
 		prefix: "snapshot", uuidLen: -1, uids: map[string]types.UID{}}
 	if prefix != "" {
 		w.prefix, w.uuidLen = prefix, uuidLen
 		w.nameArgs = []string{"--snapshot-name-prefix=" + prefix, fmt.Sprintf("--snapshot-name-uuid-length=%d", uuidLen)}
-	}
-	name := fmt.Sprintf("mig-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
-	w.drv = env.StartCSIDriver(t, framework.CSIDriverOptions{Name: name})
-	w.class = "class-" + w.ns
-	class := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: w.class}, Driver: name,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 	return w
 }
@@ -95,18 +84,14 @@ func (w *world) createSnapshots(t *testing.T, base string, count int) []string {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			pvc := "pvc-" + name
-			if _, err := w.env.BindPVC(ctx, w.ns, pvc, framework.PVCOptions{Driver: w.drv.Name}); err != nil {
+			if _, err := w.Env.BindPVC(ctx, w.NS, pvc, framework.PVCOptions{Driver: w.Drv.Name}); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 				return
 			}
-			vs := &snapv1.VolumeSnapshot{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns},
-				Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc},
-					VolumeSnapshotClassName: &w.class},
-			}
-			out, err := w.env.Snap.SnapshotV1().VolumeSnapshots(w.ns).Create(ctx, vs, metav1.CreateOptions{})
+			vs := framework.DynamicSnapshot(w.NS, name, pvc, &w.Class)
+			out, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(w.NS).Create(ctx, vs, metav1.CreateOptions{})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -136,7 +121,7 @@ type state struct {
 func (w *world) read(ctx context.Context) (*state, error) {
 	s := &state{snaps: map[string]*snapv1.VolumeSnapshot{}, contents: map[string]*snapv1.VolumeSnapshotContent{},
 		pvcs: map[string]*corev1.PersistentVolumeClaim{}}
-	vss, err := w.env.Snap.SnapshotV1().VolumeSnapshots(w.ns).List(ctx, metav1.ListOptions{})
+	vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(w.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -144,18 +129,18 @@ func (w *world) read(ctx context.Context) (*state, error) {
 		s.snaps[vss.Items[i].Name] = &vss.Items[i]
 	}
 	s.listRV = max(s.listRV, parseRV(vss.ResourceVersion))
-	vscs, err := w.env.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
+	vscs, err := w.Env.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	s.listRV = max(s.listRV, parseRV(vscs.ResourceVersion))
 	for i := range vscs.Items {
 		c := &vscs.Items[i]
-		if c.Spec.Driver == w.drv.Name && c.Spec.VolumeSnapshotRef.Namespace == w.ns {
+		if c.Spec.Driver == w.Drv.Name && c.Spec.VolumeSnapshotRef.Namespace == w.NS {
 			s.contents[c.Spec.VolumeSnapshotRef.Name] = c
 		}
 	}
-	pvcs, err := w.env.Kube.CoreV1().PersistentVolumeClaims(w.ns).List(ctx, metav1.ListOptions{})
+	pvcs, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -322,12 +307,8 @@ func (s *state) handles(names []string) map[string]string {
 // CSI name; dup lists names held more than once.
 func (w *world) backend(t *testing.T) (byName map[string]framework.BackendSnapshot, dup []string) {
 	t.Helper()
-	snaps, err := w.drv.Snapshots(context.Background())
-	if err != nil {
-		t.Fatalf("backend snapshots: %v", err)
-	}
 	byName = map[string]framework.BackendSnapshot{}
-	for _, b := range snaps {
+	for _, b := range w.Drv.Created(t) {
 		if _, ok := byName[b.Name]; ok {
 			dup = append(dup, b.Name)
 		}
@@ -336,44 +317,15 @@ func (w *world) backend(t *testing.T) (byName map[string]framework.BackendSnapsh
 	return byName, dup
 }
 
-// backendMatches waits until the backend holds exactly the snapshots the
-// contents point at, then checks that it stays so for a second (a late
-// duplicate create would break it): framework.WaitBackendMatchesContents,
-// but reporting instead of stopping the test.
-func (w *world) backendMatches(timeout time.Duration) error {
-	ctx := context.Background()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := w.env.BackendMatchesContents(ctx, w.drv)
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("backend != content handles after %s: %v", timeout, detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	time.Sleep(time.Second)
-	if ok, detail := w.env.BackendMatchesContents(ctx, w.drv); !ok {
-		return fmt.Errorf("backend and contents diverged again: %v", detail)
-	}
-	return nil
-}
-
 // setFaults replaces the driver's faults.
 func (w *world) setFaults(t *testing.T, rules ...framework.FaultRule) {
 	t.Helper()
-	if err := w.drv.SetFaults(context.Background(), rules...); err != nil {
-		t.Fatal(err)
-	}
+	w.Drv.SetFaults(t, framework.Faults{Rules: rules})
 }
 
 func (w *world) callLog(t *testing.T, since int64) framework.CallLog {
 	t.Helper()
-	log, err := w.drv.CallLog(context.Background(), since)
-	if err != nil {
-		t.Fatalf("call log: %v", err)
-	}
+	log := w.Drv.CallLog(t, since)
 	if log.Dropped > 0 {
 		t.Fatalf("the driver's call log dropped %d entries: per-snapshot call counts would be wrong", log.Dropped)
 	}
@@ -425,7 +377,7 @@ func byMethod(entries []framework.CallLogEntry) string {
 func (w *world) deleteSnapshots(t *testing.T, names []string) {
 	t.Helper()
 	for _, n := range names {
-		err := w.env.Snap.SnapshotV1().VolumeSnapshots(w.ns).Delete(context.Background(), n, metav1.DeleteOptions{})
+		err := w.Env.Snap.SnapshotV1().VolumeSnapshots(w.NS).Delete(context.Background(), n, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("delete snapshot %s: %v", n, err)
 		}
@@ -450,7 +402,7 @@ func (s *state) pvcsWithSourceFinalizer() []string {
 // adds up repeats the API server folded into one Event.
 func (w *world) eventReasons(t *testing.T) string {
 	t.Helper()
-	list, err := w.env.Kube.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{})
+	list, err := w.Env.Kube.CoreV1().Events(w.NS).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("list events: %v", err)
 	}

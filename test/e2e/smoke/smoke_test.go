@@ -27,24 +27,9 @@ func TestSnapshotObjectsThroughRealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	class := &snapv1.VolumeSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: "smoke-class"},
-		Driver:         framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create class: %v", err)
-	}
-	vs := &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
-		Spec: snapv1.VolumeSnapshotSpec{
-			Source:                  snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr("data")},
-			VolumeSnapshotClassName: ptr("smoke-class"),
-		},
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshots(ns).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create snapshot: %v", err)
-	}
+	env.CreateSnapshotClass(t, framework.SnapshotClass("smoke-class", framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, false))
+	vs := framework.DynamicSnapshot(ns, "smoke", "data", ptr("smoke-class"))
+	env.CreateSnapshot(t, vs)
 
 	// The CRD's CEL rule: exactly one of the two sources.
 	both := vs.DeepCopy()
@@ -97,11 +82,7 @@ func TestCSIEndpointOnUnixSocket(t *testing.T) {
 	if len(list.GetEntries()) != 1 || list.GetEntries()[0].GetSnapshot().GetSourceVolumeId() != "vol-1" {
 		t.Fatalf("ListSnapshots(%s) = %v, want the snapshot of vol-1", id, list.GetEntries())
 	}
-	backend, err := drv.Snapshots(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(backend) != 1 || backend[0].ID != id {
+	if backend := drv.Created(t); len(backend) != 1 || backend[0].ID != id {
 		t.Fatalf("backend holds %+v, want only %s", backend, id)
 	}
 }

@@ -84,8 +84,8 @@ func TestRefusesADriverThatCannotSnapshot(t *testing.T) {
 	if err := framework.InstallCRDs(context.Background(), env.Dynamic, framework.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	drv := env.StartCSIDriver(t, framework.CSIDriverOptions{Name: "nosnap.csi.snapkeeper.io",
-		Args: []string{"--hide-capabilities=CREATE_DELETE_SNAPSHOT"}})
+	drv := env.StartCSIDriver(t, framework.CSIDriverOptions{DriverName: "nosnap.csi.snapkeeper.io",
+		HideCapabilities: []string{"CREATE_DELETE_SNAPSHOT"}})
 	p := startRaw(t, env, "--csi-address="+drv.Socket, "--timeout=5s")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
