@@ -86,6 +86,12 @@ func importScenario(name, title string, short, settle bool) *scenario {
 }
 
 func catalogue() []*scenario {
+	return append(singleScenarios(), groupScenarios()...)
+}
+
+// singleScenarios are the scenarios of single snapshots; groupScenarios
+// (groups_test.go) those of volume group snapshots.
+func singleScenarios() []*scenario {
 	return []*scenario{
 		{
 			Name: "dyn-delete", Title: "dynamic snapshot: create, ready, delete (Delete policy)", Short: true,

@@ -2,8 +2,9 @@
 // scenarios, each run on a real control plane with the mock CSI driver
 // against four pairings of binder and CSI side (ours/ours,
 // community/community, ours + community csi-snapshotter, community
-// snapshot-controller + ours). Every run records a normalized outcome
-// (objects, events, CSI calls, the driver's snapshots step by step); each
+// snapshot-controller + ours), all with volume group snapshots on. Every run
+// records a normalized outcome (objects, group objects, events, CSI calls,
+// the driver's snapshots and group snapshots step by step); each
 // pairing's outcome is diffed against community/community, and a
 // difference fails unless docs/compatibility.md documents it. Leaks and
 // stuck objects fail in every pairing.

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +31,8 @@ type world struct {
 	pairing  pairing
 	vs       snaplisters.VolumeSnapshotLister
 	vsc      snaplisters.VolumeSnapshotContentLister
+	vgs      grouplisters.VolumeGroupSnapshotLister
+	vgsc     grouplisters.VolumeGroupSnapshotContentLister
 	pvc      corelisters.PersistentVolumeClaimLister
 	events   corelisters.EventLister
 	stopInfo chan struct{}
@@ -40,6 +44,8 @@ func newWorld(env *framework.Env, p pairing) (*world, error) {
 	kf := kubeinformers.NewSharedInformerFactory(env.Kube, 0)
 	w.vs = sf.Snapshot().V1().VolumeSnapshots().Lister()
 	w.vsc = sf.Snapshot().V1().VolumeSnapshotContents().Lister()
+	w.vgs = sf.Groupsnapshot().V1().VolumeGroupSnapshots().Lister()
+	w.vgsc = sf.Groupsnapshot().V1().VolumeGroupSnapshotContents().Lister()
 	w.pvc = kf.Core().V1().PersistentVolumeClaims().Lister()
 	w.events = kf.Core().V1().Events().Lister()
 	sf.Start(w.stopInfo)
@@ -61,20 +67,29 @@ func newWorld(env *framework.Env, p pairing) (*world, error) {
 
 func (w *world) stop() { close(w.stopInfo) }
 
-// obs is what a run sees at one moment: its namespace's snapshots and
-// claims, its driver's contents, their events, the driver's snapshots.
+// obs is what a run sees at one moment: its namespace's snapshots, group
+// snapshots and claims, its driver's contents and group contents, their
+// events, the driver's snapshots and group snapshots.
 type obs struct {
 	vs      map[string]*snapv1.VolumeSnapshot
 	vsc     map[string]*snapv1.VolumeSnapshotContent
+	vgs     map[string]*groupv1.VolumeGroupSnapshot
+	vgsc    map[string]*groupv1.VolumeGroupSnapshotContent
 	pvc     map[string]*corev1.PersistentVolumeClaim
 	events  []*corev1.Event
 	backend []framework.BackendSnapshot
+	groups  []framework.BackendGroup
 }
 
 // observe reads the caches and the driver, and learns the UIDs and
 // snapshot ids it sees for normalization.
 func (r *run) observe(ctx context.Context) (*obs, error) {
-	o := &obs{vs: map[string]*snapv1.VolumeSnapshot{}, vsc: map[string]*snapv1.VolumeSnapshotContent{}, pvc: map[string]*corev1.PersistentVolumeClaim{}}
+	o := &obs{vs: map[string]*snapv1.VolumeSnapshot{}, vsc: map[string]*snapv1.VolumeSnapshotContent{}, pvc: map[string]*corev1.PersistentVolumeClaim{},
+		vgs: map[string]*groupv1.VolumeGroupSnapshot{}, vgsc: map[string]*groupv1.VolumeGroupSnapshotContent{}}
+	// Groups first: their UIDs name their members.
+	if err := r.observeGroups(o); err != nil {
+		return nil, err
+	}
 	vss, err := r.w.vs.VolumeSnapshots(r.ns).List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -111,21 +126,34 @@ func (r *run) observe(ctx context.Context) (*obs, error) {
 	}
 	for _, e := range evs {
 		io := e.InvolvedObject
-		if io.Namespace == r.ns || (io.Kind == "VolumeSnapshotContent" && (o.vsc[io.Name] != nil || r.seenContents[io.Name])) {
+		if io.Namespace == r.ns || (io.Kind == "VolumeSnapshotContent" && (o.vsc[io.Name] != nil || r.seenContents[io.Name])) ||
+			(io.Kind == "VolumeGroupSnapshotContent" && (o.vgsc[io.Name] != nil || r.seenGroupContents[io.Name])) {
 			o.events = append(o.events, e)
 		}
 	}
 	for name := range o.vsc {
 		r.seenContents[name] = true
 	}
+	for name := range o.vgsc {
+		r.seenGroupContents[name] = true
+	}
 	if r.drv != nil {
-		o.backend, err = r.drv.Snapshots(ctx)
+		o.backend, err = r.drv.GetCreated(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, b := range o.backend {
 			if b.Name != "" {
 				r.ids[b.ID] = b.Name
+			}
+		}
+		o.groups, err = r.drv.GetGroups(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range o.groups {
+			if g.Name != "" {
+				r.ids[g.ID] = g.Name
 			}
 		}
 		if err := r.pollCalls(ctx); err != nil {
@@ -138,7 +166,7 @@ func (r *run) observe(ctx context.Context) (*obs, error) {
 // pollCalls appends the driver's new calls to the run's log, tagged with
 // the current step.
 func (r *run) pollCalls(ctx context.Context) error {
-	log, err := r.drv.CallLog(ctx, r.lastSeq)
+	log, err := r.drv.GetCallLog(ctx, r.lastSeq)
 	if err != nil {
 		return err
 	}
@@ -146,6 +174,9 @@ func (r *run) pollCalls(ctx context.Context) error {
 		r.lastSeq = e.Seq
 		if e.SnapshotID != "" && e.Name != "" {
 			r.ids[e.SnapshotID] = e.Name
+		}
+		if groupMethods[e.Method] && e.GroupSnapshotID != "" && e.Name != "" {
+			r.ids[e.GroupSnapshotID] = e.Name
 		}
 		r.calls = append(r.calls, stepCall{step: r.step, e: e})
 	}
@@ -177,8 +208,9 @@ func (r *run) learnUID(uid, what string) {
 	}
 }
 
-// norm replaces UIDs by placeholders naming their object, and the
-// namespace by <ns>, so that values compare across pairings.
+// norm replaces UIDs by placeholders naming their object, the hashes in
+// group member names by the member they name, and the namespace by <ns>,
+// so that values compare across pairings.
 func (r *run) norm(s string) string {
 	s = uuidRE.ReplaceAllStringFunc(s, func(u string) string {
 		if p, ok := r.uids[u]; ok {
@@ -186,6 +218,7 @@ func (r *run) norm(s string) string {
 		}
 		return "<uid:?>"
 	})
+	s = r.normHash(s)
 	if r.ns != "" {
 		s = strings.ReplaceAll(s, r.ns, "<ns>")
 	}
@@ -229,6 +262,9 @@ func (r *run) stepSummary(o *obs, idx int, name string, out outcome) {
 			n = "id " + b.ID
 		}
 		out.set(pre+"backend["+r.norm(n)+"]", "present")
+	}
+	for _, g := range o.groups {
+		out.set(pre+"backendGroup["+r.norm(g.Name)+"]", fmt.Sprintf("%d members", len(g.SnapshotIDs)))
 	}
 	// Calls: the signatures first seen in this step. A call repeated in a
 	// later step (a retry with backoff, a poll) is not listed again, so
@@ -274,6 +310,14 @@ func (r *run) known(kind string, o *obs) []string {
 		for n := range o.pvc {
 			set[n] = true
 		}
+	case "VolumeGroupSnapshot":
+		for n := range o.vgs {
+			set[n] = true
+		}
+	case "VolumeGroupSnapshotContent":
+		for n := range o.vgsc {
+			set[n] = true
+		}
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {
@@ -283,9 +327,14 @@ func (r *run) known(kind string, o *obs) []string {
 	return out
 }
 
-// snapshotMethods are the CSI calls compared; identity, capability and
-// probe calls differ by design (start-up, health) and are left out.
-var snapshotMethods = map[string]bool{"CreateSnapshot": true, "DeleteSnapshot": true, "ListSnapshots": true}
+// snapshotMethods are the CSI calls compared, with the group calls;
+// identity, capability and probe calls differ by design (start-up, health)
+// and are left out.
+var snapshotMethods = map[string]bool{"CreateSnapshot": true, "DeleteSnapshot": true, "ListSnapshots": true,
+	"CreateVolumeGroupSnapshot": true, "GetVolumeGroupSnapshot": true, "DeleteVolumeGroupSnapshot": true}
+
+// groupMethods are the calls of the CSI GroupController.
+var groupMethods = map[string]bool{"CreateVolumeGroupSnapshot": true, "GetVolumeGroupSnapshot": true, "DeleteVolumeGroupSnapshot": true}
 
 // callSignature is a call without its timing or count: method, snapshot,
 // secret keys, parameters and result code.
@@ -298,6 +347,8 @@ func (r *run) callSignature(e framework.CallLogEntry) string {
 	switch {
 	case e.Method == "CreateSnapshot":
 		b.WriteString(" name=" + r.norm(e.Name) + " volume=" + r.norm(e.SourceVolumeID))
+	case groupMethods[e.Method]:
+		b.WriteString(r.groupCallArgs(e))
 	case e.Name != "":
 		b.WriteString(" snapshot=" + r.norm(e.Name))
 	case e.SnapshotID != "":
@@ -338,7 +389,9 @@ func (r *run) meta(pre string, ann, lab map[string]string, fin []string, owners 
 		if k == "kubectl.kubernetes.io/last-applied-configuration" {
 			continue
 		}
-		if knownAnnotations[k] {
+		if k == snapshot.AnnVolumeGroupSnapshotHandle {
+			out.set(pre+"annotations["+k+"]", r.handle(v))
+		} else if knownAnnotations[k] {
 			out.set(pre+"annotations["+k+"]", r.norm(v))
 		} else {
 			out.set(pre+"annotations["+k+"]", "set")
@@ -377,7 +430,7 @@ func (r *run) final(o *obs, out outcome) {
 // objects records every object of the run in detail under prefix p.
 func (r *run) objects(p string, o *obs, out outcome) {
 	for _, n := range r.known("VolumeSnapshot", o) {
-		pre := p + "VolumeSnapshot/" + n + "."
+		pre := p + "VolumeSnapshot/" + r.normHash(n) + "."
 		v := o.vs[n]
 		if v == nil {
 			out.set(pre+"exists", "absent")
@@ -387,6 +440,12 @@ func (r *run) objects(p string, o *obs, out outcome) {
 		r.meta(pre, v.Annotations, v.Labels, v.Finalizers, owners(v.OwnerReferences), out)
 		if v.Spec.VolumeSnapshotClassName != nil {
 			out.set(pre+"spec.volumeSnapshotClassName", *v.Spec.VolumeSnapshotClassName)
+		}
+		switch src := v.Spec.Source; {
+		case src.PersistentVolumeClaimName != nil:
+			out.set(pre+"spec.source.persistentVolumeClaimName", *src.PersistentVolumeClaimName)
+		case src.VolumeSnapshotContentName != nil:
+			out.set(pre+"spec.source.volumeSnapshotContentName", r.norm(*src.VolumeSnapshotContentName))
 		}
 		if s := v.Status; s != nil {
 			if s.BoundVolumeSnapshotContentName != nil {
@@ -452,7 +511,7 @@ func (r *run) objects(p string, o *obs, out outcome) {
 				}
 			}
 			if s.VolumeGroupSnapshotHandle != nil {
-				out.set(pre+"status.volumeGroupSnapshotHandle", "set")
+				out.set(pre+"status.volumeGroupSnapshotHandle", r.handle(*s.VolumeGroupSnapshotHandle))
 			}
 		} else {
 			out.set(pre+"status", "unset")
@@ -469,6 +528,7 @@ func (r *run) objects(p string, o *obs, out outcome) {
 		out.set(pre+"status.phase", string(c.Status.Phase))
 		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
 	}
+	r.groupObjects(p, o, out)
 }
 
 func owners(refs []metav1.OwnerReference) []string {

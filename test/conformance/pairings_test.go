@@ -46,9 +46,16 @@ func (p *proc) stop() { p.p.Stop(15 * time.Second) }
 // its writes for seconds, and when a write lands would decide outcomes.
 var communityFlags = []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}
 
+// groupGate turns volume group snapshots on: every binder and CSI side of
+// every pairing runs with it, so that the group scenarios compare and the
+// single-snapshot ones show that the gate changes nothing for them.
+const groupGate = "--feature-gates=CSIVolumeGroupSnapshot=true"
+
 // startBinder starts the binder of impl with extra flags (ours with its
-// defaults; the community's with communityFlags, no leader election).
+// defaults; the community's with communityFlags, no leader election), both
+// with groupGate.
 func startBinder(env *framework.Env, dir, impl string, extra []string) (*proc, error) {
+	extra = append([]string{groupGate}, extra...)
 	if impl == ours {
 		return startOurs(env, dir, "binder", append([]string{"--components=binder", "-v=2"}, extra...), nil)
 	}
@@ -56,9 +63,10 @@ func startBinder(env *framework.Env, dir, impl string, extra []string) (*proc, e
 }
 
 // startCSISide starts the CSI side of impl next to drv; node, when set, is
-// a per-node deployment (--node-deployment, NODE_NAME).
+// a per-node deployment (--node-deployment, NODE_NAME). Both run with
+// groupGate.
 func startCSISide(env *framework.Env, dir, impl string, drv *framework.CSIDriver, node string, extra []string) (*proc, error) {
-	args := []string{"--csi-address=" + drv.Socket}
+	args := []string{"--csi-address=" + drv.Socket, groupGate}
 	var envs []string
 	name := "csi"
 	if node != "" {
@@ -131,7 +139,7 @@ func startCommunity(env *framework.Env, dir, name string, args, envs []string, d
 		return nil, err
 	}
 	for drv != nil {
-		log, err := drv.CallLog(context.Background(), 0)
+		log, err := drv.GetCallLog(context.Background(), 0)
 		if err == nil && hasCall(log, "ControllerGetCapabilities") {
 			break
 		}

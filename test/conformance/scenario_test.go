@@ -55,7 +55,13 @@ type scenario struct {
 	CSIArgs    []string // flags of the CSI side
 	CSI        csiMode
 	Nodes      []string // csiNodes: node names (Node objects are the scenario's job)
-	Steps      []step
+	// GroupClass: the run also creates the driver's default
+	// VolumeGroupSnapshotClass "groupclass-<name>" with Policy.
+	GroupClass bool
+	// VolumeSizes are the driver's snapshot sizes in bytes by claim name
+	// (of volume "vol-<claim>"); they win over the default size.
+	VolumeSizes map[string]int64
+	Steps       []step
 	// Terminating lists objects ("VolumeSnapshotContent/<name>") that the
 	// scenario expects to stay Terminating: what the community leaves
 	// stuck by design. Any other Terminating object at the end fails.
@@ -114,12 +120,18 @@ type run struct {
 	// uids maps UIDs to placeholders; ids maps snapshot ids to CSI names.
 	uids map[string]string
 	ids  map[string]string
-	// handlePolicy is the deletion policy of the last content seen holding
-	// each snapshot id: an orphan of a Retain content is retention, not a
-	// leak.
+	// handlePolicy is the deletion policy of the last content (or group
+	// content) seen holding each snapshot (group snapshot) id: an orphan of
+	// a Retain content is retention, not a leak.
 	handlePolicy map[string]snapv1.DeletionPolicy
 	seenContents map[string]bool
-	everSeen     map[string]map[string]bool
+	// seenGroupContents are the group contents seen (for their events).
+	seenGroupContents map[string]bool
+	everSeen          map[string]map[string]bool
+	// volumes maps the volume handles of the run's claims to the claims;
+	// hashes maps the hashes in group member names to placeholders.
+	volumes map[string]string
+	hashes  map[string]string
 
 	mu      sync.Mutex
 	pvs     []string
@@ -141,7 +153,8 @@ func (r *run) className() string  { return "class-" + r.sc.Name }
 func runScenario(ctx context.Context, w *world, sc *scenario, dir string) *result {
 	start := time.Now()
 	r := &run{w: w, sc: sc, ns: sc.Name, dir: dir, uids: map[string]string{}, ids: map[string]string{},
-		handlePolicy: map[string]snapv1.DeletionPolicy{}, seenContents: map[string]bool{}, everSeen: map[string]map[string]bool{}}
+		handlePolicy: map[string]snapv1.DeletionPolicy{}, seenContents: map[string]bool{}, everSeen: map[string]map[string]bool{},
+		seenGroupContents: map[string]bool{}, volumes: map[string]string{}, hashes: map[string]string{}}
 	res := &result{out: outcome{}, dir: dir}
 	defer func() {
 		res.duration = time.Since(start)
@@ -161,13 +174,30 @@ func (r *run) execute(ctx context.Context, res *result) error {
 	if !r.sc.NoSize {
 		faults = append(faults, defaultFaults()...)
 	}
-	drv, err := framework.StartCSIDriver(r.dir, framework.CSIDriverOptions{Name: r.driverName(), Faults: faults})
+	// A group scenario's driver starts without faults: it first skips
+	// group ids (skipGroupIDs), then gets them.
+	initial := faults
+	if r.sc.GroupClass {
+		initial = nil
+	}
+	drv, err := framework.StartCSIDriver(r.dir, framework.CSIDriverOptions{DriverName: r.driverName(), Faults: &framework.Faults{Rules: initial}, Args: r.driverArgs()})
 	if err != nil {
 		return err
 	}
 	r.drv = drv
 	if !r.sc.NoClass {
 		if err := r.class(ctx, r.className(), r.sc.Policy, r.sc.ClassParams, false); err != nil {
+			return err
+		}
+	}
+	if r.sc.GroupClass {
+		if err := r.skipGroupIDs(ctx); err != nil {
+			return err
+		}
+		if _, err := drv.PutFaults(ctx, framework.Faults{Rules: faults}); err != nil {
+			return err
+		}
+		if err := r.groupClass(ctx, r.groupClassName(), r.sc.Policy); err != nil {
 			return err
 		}
 	}
@@ -286,8 +316,11 @@ func (r *run) settle(ctx context.Context, quiet time.Duration) (*obs, error) {
 	}
 }
 
-// leaks lists backend snapshots that no content points at, except those a
-// Retain content kept on purpose.
+// leaks lists backend snapshots that no content points at and backend
+// group snapshots that no group content points at, except those a Retain
+// content kept on purpose. A member of a group that a group content holds
+// (or kept) is held with it: a pre-provisioned group has no member
+// contents.
 func (r *run) leaks(o *obs) []string {
 	held := map[string]bool{}
 	for _, c := range o.vsc {
@@ -295,12 +328,24 @@ func (r *run) leaks(o *obs) []string {
 			held[h] = true
 		}
 	}
+	for _, c := range o.vgsc {
+		if h := groupContentHandle(c); h != "" {
+			held[h] = true
+		}
+	}
+	kept := func(id string) bool { return held[id] || r.handlePolicy[id] == snapv1.VolumeSnapshotContentRetain }
 	var out []string
 	for _, b := range o.backend {
-		if held[b.ID] || r.handlePolicy[b.ID] == snapv1.VolumeSnapshotContentRetain {
+		if kept(b.ID) || (b.GroupSnapshotID != "" && kept(b.GroupSnapshotID)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("backend snapshot %s (%s) has no content", b.ID, r.norm(b.Name)))
+		out = append(out, fmt.Sprintf("backend snapshot %s (%s) has no content", r.handle(b.ID), r.norm(b.Name)))
+	}
+	for _, g := range o.groups {
+		if kept(g.ID) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("backend group snapshot %s (%s) has no group content", r.handle(g.ID), r.norm(g.Name)))
 	}
 	return out
 }
@@ -324,7 +369,13 @@ func (r *run) stuck(o *obs) []string {
 		}
 	}
 	for n, v := range o.vs {
-		check("VolumeSnapshot", n, v.DeletionTimestamp, v.Finalizers)
+		check("VolumeSnapshot", r.normHash(n), v.DeletionTimestamp, v.Finalizers)
+	}
+	for n, g := range o.vgs {
+		check("VolumeGroupSnapshot", n, g.DeletionTimestamp, g.Finalizers)
+	}
+	for n, c := range o.vgsc {
+		check("VolumeGroupSnapshotContent", r.norm(n), c.DeletionTimestamp, c.Finalizers)
 	}
 	for n, c := range o.vsc {
 		check("VolumeSnapshotContent", r.norm(n), c.DeletionTimestamp, c.Finalizers)
@@ -346,6 +397,7 @@ func (r *run) cleanup() {
 	defer cancel()
 	env := r.w.env
 	strip := []byte(`{"metadata":{"finalizers":null}}`)
+	r.cleanupGroups(ctx, strip)
 	if list, err := env.Snap.SnapshotV1().VolumeSnapshots(r.ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, v := range list.Items {
 			_, _ = env.Snap.SnapshotV1().VolumeSnapshots(r.ns).Patch(ctx, v.Name, types.MergePatchType, strip, metav1.PatchOptions{})
@@ -435,6 +487,9 @@ func (r *run) pvc(ctx context.Context, name string, o framework.PVCOptions) erro
 	if o.VolumeHandle == "" {
 		o.VolumeHandle = "vol-" + name
 	}
+	r.mu.Lock()
+	r.volumes[o.VolumeHandle] = name
+	r.mu.Unlock()
 	pvc, err := r.w.env.BindPVC(ctx, r.ns, name, o)
 	if err != nil {
 		return err
@@ -712,7 +767,8 @@ func (r *run) setFaults(ctx context.Context, rules ...framework.FaultRule) error
 	if !r.sc.NoSize {
 		rules = append(rules, defaultFaults()...)
 	}
-	return r.drv.SetFaults(ctx, rules...)
+	_, err := r.drv.PutFaults(ctx, framework.Faults{Rules: rules})
+	return err
 }
 
 // node creates a Node with labels.
