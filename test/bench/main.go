@@ -9,7 +9,9 @@
 // Each system gets a fresh etcd + kube-apiserver: its raw write ceiling
 // (ConfigMap create+patch), then N snapshots of N bound PVCs created at
 // once, waited for, deleted and waited for again. A steady-state run
-// restarts each system over M ready snapshots, and the admission webhook's
+// restarts each system over M ready snapshots, a group scenario creates and
+// deletes G volume group snapshots of K claims each (test/bench/groups.go),
+// and the admission webhook's
 // latency is measured directly and through the API server. The command exits
 // non-zero when a snapshot does not become ready in time, a backend snapshot
 // is left behind, or a run fails.
@@ -44,6 +46,9 @@ type options struct {
 	admission         bool
 	admissionRequests int
 	admissionAPIReqs  int
+	groups            int
+	groupSize         int
+	groupSystems      string
 	out               string
 	keep              bool
 	oursArgs          string
@@ -63,6 +68,9 @@ func main() {
 	fs.IntVar(&o.steadyM, "steady-m", 5000, "Ready snapshots held during the steady-state restart (0 skips it).")
 	fs.DurationVar(&o.steadyIdle, "steady-idle", 60*time.Second, "Idle window after the restart in which writes and CSI calls are counted.")
 	fs.StringVar(&o.steadySystems, "steady-systems", "ours,community-tuned", "Systems for the steady-state restart.")
+	fs.IntVar(&o.groups, "groups", 20, "Volume group snapshots in the group scenario (0 skips it).")
+	fs.IntVar(&o.groupSize, "group-size", 5, "Claims (members) per volume group snapshot.")
+	fs.StringVar(&o.groupSystems, "group-systems", "ours,community-tuned", "Systems for the group scenario.")
 	fs.BoolVar(&o.admission, "admission", true, "Measure the admission webhook's latency.")
 	fs.IntVar(&o.admissionRequests, "admission-requests", 4000, "Requests per row sent straight to the webhook.")
 	fs.IntVar(&o.admissionAPIReqs, "admission-api-requests", 1000, "Requests per row sent through the API server (dry-run creates).")
@@ -135,6 +143,24 @@ func run(ctx context.Context, o options, args string) int {
 				logf("[steady %s] FAILED: %v", sys.ID, r.Err)
 			}
 			rep.steady = append(rep.steady, r)
+			flush()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if o.groups > 0 && ctx.Err() == nil {
+		groupSystems, err := pick(o.groupSystems, o.skipCommunity, oursArgs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		for _, sys := range groupSystems {
+			r := runGroups(ctx, sys, groupOptions{groups: o.groups, size: o.groupSize, conc: o.createConc, quiet: o.quiet, keep: o.keep})
+			if r.Err != nil {
+				logf("[groups %s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.groups = append(rep.groups, r)
 			flush()
 			if ctx.Err() != nil {
 				break

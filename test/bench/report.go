@@ -18,6 +18,7 @@ type report struct {
 	machine   [][2]string
 	scenarios []*scenarioResult
 	steady    []*steadyResult
+	groups    []*groupResult
 	admission *admissionResult
 	analysis  string
 }
@@ -104,6 +105,11 @@ func (r *report) failures() []string {
 			out = append(out, fmt.Sprintf("steady state %s (M=%d): %v", s.System.ID, s.M, s.Err))
 		}
 	}
+	for _, g := range r.groups {
+		if g.Err != nil {
+			out = append(out, fmt.Sprintf("groups %s (%d x %d): %v", g.System.ID, g.Groups, g.Size, g.Err))
+		}
+	}
 	if r.admission != nil && r.admission.Err != nil {
 		out = append(out, fmt.Sprintf("admission latency: %v", r.admission.Err))
 	}
@@ -163,6 +169,7 @@ func (r *report) markdown() string {
 	r.targetsSection(&b)
 	r.detailSections(&b)
 	r.steadySection(&b)
+	r.groupSection(&b)
 	r.admissionSection(&b)
 	b.WriteString(costModel)
 	b.WriteString(method)

@@ -147,14 +147,14 @@ func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenario
 		if snaps > 0 || contents > 0 {
 			return false, nil
 		}
-		left, err := drv.Snapshots(ctx)
+		left, err := drv.GetCreated(ctx)
 		return len(left) == 0, err
 	}, run.exited)
 	res.Delete.Duration = time.Since(start)
 	res.Delete.Stages = w.timeline.summary(start, deleteStages)
 	if err != nil {
 		snaps, _, contents := w.counts()
-		left, _ := drv.Snapshots(ctx)
+		left, _ := drv.GetCreated(ctx)
 		res.LeftInDriver = len(left)
 		return fmt.Errorf("after deletion %d snapshots, %d contents and %d backend snapshots remain: %w", snaps, contents, len(left), err)
 	}
@@ -167,7 +167,7 @@ func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenario
 		return err
 	}
 	res.Delete.Events = subEvents(events, res.Create.Events)
-	left, err := drv.Snapshots(ctx)
+	left, err := drv.GetCreated(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,9 @@ type system struct {
 	ID    string // flag value: ours, community-default, community-tuned
 	Label string // table heading
 	Flags string // for the report
-	// start runs the controllers against env and the CSI socket in dir.
-	start func(env *framework.Env, dir, socket string) (*running, error)
+	// start runs the controllers against env and the CSI socket in dir,
+	// with extra flags for every binary (a feature gate).
+	start func(env *framework.Env, dir, socket string, extra ...string) (*running, error)
 	// perSnapshotBudget bounds each phase: timeout = 2m + n*budget.
 	perSnapshotBudget time.Duration
 }
@@ -71,8 +72,8 @@ func allSystems(oursArgs []string) []*system {
 		ID: sysOurs, Label: "snapkeeper (default flags)",
 		perSnapshotBudget: 50 * time.Millisecond,
 	}
-	ours.start = func(env *framework.Env, dir, sock string) (*running, error) {
-		r, err := startOurs(env, dir, sock, oursArgs)
+	ours.start = func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
+		r, err := startOurs(env, dir, sock, append(append([]string(nil), oursArgs...), extra...))
 		if err == nil && ours.Flags == "" {
 			ours.Flags = "`--components=binder,csi --csi-address=<sock>" + strings.Join(append([]string{""}, oursArgs...), " ") + "` (" + ourDefaults() + ")"
 			if len(oursArgs) > 0 {
@@ -89,16 +90,16 @@ func allSystems(oursArgs []string) []*system {
 		{
 			ID: sysCommunityTuned, Label: "community v8.6.0, QPS 100/burst 200/100 workers",
 			Flags: "both binaries: `--kube-api-qps=100 --kube-api-burst=200 --worker-threads=100`",
-			start: func(env *framework.Env, dir, sock string) (*running, error) {
-				return startCommunity(env, dir, sock, communityTunedFlags)
+			start: func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
+				return startCommunity(env, dir, sock, append(append([]string(nil), communityTunedFlags...), extra...))
 			},
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
 		{
 			ID: sysCommunityDefault, Label: "community v8.6.0, default flags",
 			Flags: "defaults (QPS 5, burst 10, 10 workers)",
-			start: func(env *framework.Env, dir, sock string) (*running, error) {
-				return startCommunity(env, dir, sock, nil)
+			start: func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
+				return startCommunity(env, dir, sock, extra)
 			},
 			perSnapshotBudget: 6 * time.Second,
 		},

@@ -234,7 +234,8 @@ func pvcsWithSnapshotFinalizer(ctx context.Context, env *framework.Env) (int, er
 	return n, nil
 }
 
-var benchKinds = map[string]bool{"VolumeSnapshot": true, "VolumeSnapshotContent": true, "PersistentVolumeClaim": true, "PersistentVolume": true, "VolumeSnapshotClass": true}
+var benchKinds = map[string]bool{"VolumeSnapshot": true, "VolumeSnapshotContent": true, "PersistentVolumeClaim": true, "PersistentVolume": true, "VolumeSnapshotClass": true,
+	"VolumeGroupSnapshot": true, "VolumeGroupSnapshotContent": true}
 
 // eventsByReason counts event objects and their aggregated count by
 // "Kind/Reason" in every namespace.
@@ -260,7 +261,7 @@ func eventsByReason(ctx context.Context, env *framework.Env) (map[string]int, er
 // csiCalls returns the mock driver's calls by short method name, and the
 // failed ones by "method code".
 func csiCalls(ctx context.Context, d *framework.CSIDriver) (map[string]int64, error) {
-	raw, err := d.Calls(ctx)
+	raw, err := d.GetCalls(ctx)
 	if err != nil {
 		return nil, err
 	}

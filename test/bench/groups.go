@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// The cost of volume group snapshots: G groups of K bound claims each,
+// created at once and deleted at once, on a fresh control plane per system,
+// every binder and CSI side with the CSIVolumeGroupSnapshot gate on. What is
+// counted is what the API server counts (writes by resource) and the events
+// left behind, per group and per member.
+
+const (
+	groupGate      = "--feature-gates=CSIVolumeGroupSnapshot=true"
+	groupClassName = "bench-group-class"
+	groupDefaultAn = "groupsnapshot.storage.kubernetes.io/is-default-class"
+	groupLabel     = "bench-group"
+)
+
+type groupOptions struct {
+	groups, size, conc int
+	quiet              time.Duration
+	keep               bool
+}
+
+// groupResult is the group scenario of one system.
+type groupResult struct {
+	System         *system
+	Groups, Size   int
+	Create, Delete phase
+	Err            error
+}
+
+func groupName(g int) string        { return fmt.Sprintf("group-%03d", g) }
+func groupClaim(g, m int) string    { return fmt.Sprintf("g%03d-pvc-%02d", g, m) }
+func (r *groupResult) members() int { return r.Groups * r.Size }
+
+func runGroups(ctx context.Context, sys *system, o groupOptions) *groupResult {
+	res := &groupResult{System: sys, Groups: o.groups, Size: o.size}
+	res.Err = groupScenario(ctx, sys, o, res)
+	return res
+}
+
+func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupResult) (err error) {
+	logf("[groups %s] starting a control plane", sys.ID)
+	env, err := framework.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("control plane: %w", err)
+	}
+	defer stopEnv(env, o.keep, &err)
+	cl, err := newClients(env)
+	if err != nil {
+		return err
+	}
+	api := newAPIServer(env)
+	plane := append(findPids("bin/kube-apiserver", env.Dir), findPids("bin/etcd", env.Dir)...)
+	logf("[groups %s] binding %d labelled PVCs (%d groups of %d)", sys.ID, o.groups*o.size, o.groups, o.size)
+	if err := prepareGroups(ctx, env, o.groups, o.size); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	dir, err := mkdir(env, "groups-"+sys.ID)
+	if err != nil {
+		return err
+	}
+	drv, err := framework.StartCSIDriver(dir, framework.CSIDriverOptions{})
+	if err != nil {
+		return err
+	}
+	defer drv.Stop()
+	run, err := sys.start(env, dir, drv.Socket, groupGate)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", sys.ID, err)
+	}
+	defer run.Stop()
+	timeout := 2*time.Minute + time.Duration(o.groups*o.size)*sys.perSnapshotBudget
+
+	mark, err := takeMark(ctx, api, cl, drv, run, plane, o.quiet)
+	if err != nil {
+		return err
+	}
+	logf("[groups %s] creating %d VolumeGroupSnapshots (timeout %s)", sys.ID, o.groups, timeout)
+	res.Create.Load = loadAvg()
+	start := time.Now()
+	if err := parallel(ctx, o.groups, o.conc, func(ctx context.Context, g int) error {
+		_, err := cl.snap.GroupsnapshotV1().VolumeGroupSnapshots(benchNamespace).Create(ctx, &groupv1.VolumeGroupSnapshot{
+			ObjectMeta: metav1.ObjectMeta{Name: groupName(g), Namespace: benchNamespace},
+			Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{groupLabel: groupName(g)}},
+			}},
+		}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("create groups: %w", err)
+	}
+	res.Create.Issued = time.Since(start)
+	var last string
+	err = pollUntil(ctx, timeout, run.exited, func() (bool, error) {
+		ready, members, err := groupsReady(ctx, env)
+		last = fmt.Sprintf("%d of %d groups and %d of %d members ready", ready, o.groups, members, o.groups*o.size)
+		return ready == o.groups && members == o.groups*o.size, err
+	})
+	res.Create.Duration = time.Since(start)
+	if err != nil {
+		return fmt.Errorf("%s: %w", last, err)
+	}
+	logf("[groups %s] all %d groups ready in %s; waiting for writes to stop", sys.ID, o.groups, res.Create.Duration.Round(time.Millisecond))
+	if mark, err = mark.close(ctx, &res.Create, timeout); err != nil {
+		return err
+	}
+	if res.Create.Events, err = eventsByReason(ctx, env); err != nil {
+		return err
+	}
+
+	logf("[groups %s] deleting %d VolumeGroupSnapshots", sys.ID, o.groups)
+	res.Delete.Load = loadAvg()
+	start = time.Now()
+	if err := parallel(ctx, o.groups, o.conc, func(ctx context.Context, g int) error {
+		err := cl.snap.GroupsnapshotV1().VolumeGroupSnapshots(benchNamespace).Delete(ctx, groupName(g), metav1.DeleteOptions{})
+		if errors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("delete groups: %w", err)
+	}
+	res.Delete.Issued = time.Since(start)
+	err = pollUntil(ctx, timeout, run.exited, func() (bool, error) {
+		var gone bool
+		gone, last, err = groupsGone(ctx, env, drv)
+		return gone, err
+	})
+	res.Delete.Duration = time.Since(start)
+	if err != nil {
+		return fmt.Errorf("after deleting the groups %s: %w", last, err)
+	}
+	logf("[groups %s] all deleted in %s; waiting for writes to stop", sys.ID, res.Delete.Duration.Round(time.Millisecond))
+	if _, err = mark.close(ctx, &res.Delete, timeout); err != nil {
+		return err
+	}
+	events, err := eventsByReason(ctx, env)
+	if err != nil {
+		return err
+	}
+	res.Delete.Events = subEvents(events, res.Create.Events)
+	return run.exited()
+}
+
+// prepareGroups creates the namespace, the claims of every group (bound,
+// labelled with their group) and the driver's default snapshot and group
+// classes, outside any measured window.
+func prepareGroups(ctx context.Context, env *framework.Env, groups, size int) error {
+	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil && !errors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := parallel(ctx, groups*size, 32, func(ctx context.Context, i int) error {
+		g, m := i/size, i%size
+		name := groupClaim(g, m)
+		if _, err := env.BindPVC(ctx, benchNamespace, name, framework.PVCOptions{Driver: framework.MockDriverName}); err != nil {
+			return err
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, groupLabel, groupName(g))
+		_, err := env.Kube.CoreV1().PersistentVolumeClaims(benchNamespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
+		ObjectMeta:     metav1.ObjectMeta{Name: className, Annotations: map[string]string{defaultClassAn: "true"}},
+		Driver:         framework.MockDriverName,
+		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
+		ObjectMeta:     metav1.ObjectMeta{Name: groupClassName, Annotations: map[string]string{groupDefaultAn: "true"}},
+		Driver:         framework.MockDriverName,
+		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// groupsReady counts the ready groups and the ready member snapshots (by
+// listing: reads are not what is measured).
+func groupsReady(ctx context.Context, env *framework.Env) (groups, members int, err error) {
+	gl, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, g := range gl.Items {
+		if g.Status != nil && g.Status.ReadyToUse != nil && *g.Status.ReadyToUse {
+			groups++
+		}
+	}
+	sl, err := env.Snap.SnapshotV1().VolumeSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range sl.Items {
+		if s.Status != nil && s.Status.ReadyToUse != nil && *s.Status.ReadyToUse {
+			members++
+		}
+	}
+	return groups, members, nil
+}
+
+// groupsGone reports whether every group, group content, member snapshot
+// and content, and every backend snapshot and group is gone, and what is
+// left otherwise.
+func groupsGone(ctx context.Context, env *framework.Env, drv *framework.CSIDriver) (bool, string, error) {
+	gl, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	gcl, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	sl, err := env.Snap.SnapshotV1().VolumeSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	cl, err := env.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	snaps, err := drv.GetCreated(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	groups, err := drv.GetGroups(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	left := fmt.Sprintf("%d groups, %d group contents, %d snapshots, %d contents, %d backend snapshots and %d backend groups remain",
+		len(gl.Items), len(gcl.Items), len(sl.Items), len(cl.Items), len(snaps), len(groups))
+	return len(gl.Items)+len(gcl.Items)+len(sl.Items)+len(cl.Items)+len(snaps)+len(groups) == 0, left, nil
+}
+
+// pollUntil calls done every 250 ms until it reports true, the timeout
+// passes or exited reports a process that ended.
+func pollUntil(ctx context.Context, timeout time.Duration, exited func() error, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := done()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if err := exited(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// groupSection is the report's group-snapshot table.
+func (r *report) groupSection(b *strings.Builder) {
+	if len(r.groups) == 0 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	g0 := r.groups[0]
+	p("## Volume group snapshots: %d groups of %d claims, created at once, then deleted", g0.Groups, g0.Size)
+	p("")
+	p("Each system on its own fresh control plane with the mock CSI driver, `%s` on every binder and CSI side;", groupGate)
+	p("the driver's default VolumeGroupSnapshotClass (Delete). The clock runs until every group and its %d members are", g0.Size)
+	p("ready, then until every group, group content, member and backend snapshot is gone. Writes are the API server's")
+	p("count (the benchmark's own removed).")
+	p("")
+	p("| | %s |", joinGroupCols(r.groups, func(g *groupResult) string { return g.System.Label }))
+	p("|---|%s", strings.Repeat("---|", len(r.groups)))
+	row := func(name string, f func(g *groupResult) string) {
+		p("| %s | %s |", name, joinGroupCols(r.groups, func(g *groupResult) string {
+			if g.Err != nil {
+				return "FAILED"
+			}
+			return f(g)
+		}))
+	}
+	row("time to all-ready / all-deleted", func(g *groupResult) string { return secs(g.Create.Duration) + " / " + secs(g.Delete.Duration) })
+	row("**API writes per group, create** (no events)", func(g *groupResult) string {
+		return "**" + per(g.Create.Writes.Total(isNotEvent), g.Groups) + "**"
+	})
+	row("API writes per group, delete (no events)", func(g *groupResult) string { return per(g.Delete.Writes.Total(isNotEvent), g.Groups) })
+	row("API writes per member, create + delete (no events)", func(g *groupResult) string {
+		return per(g.Create.Writes.Total(isNotEvent)+g.Delete.Writes.Total(isNotEvent), g.members())
+	})
+	for _, res := range groupWriteResources(r.groups) {
+		row("writes per group on "+res+", create / delete", func(g *groupResult) string {
+			on := func(k writeKey) bool { return k.Resource == res }
+			return per(g.Create.Writes.Total(on), g.Groups) + " / " + per(g.Delete.Writes.Total(on), g.Groups)
+		})
+	}
+	row("**events per group** (create + delete)", func(g *groupResult) string {
+		return fmt.Sprintf("**%s** (%s + %s)", per(eventsCreated(g.Create)+eventsCreated(g.Delete), g.Groups),
+			per(eventsCreated(g.Create), g.Groups), per(eventsCreated(g.Delete), g.Groups))
+	})
+	row("event reasons", func(g *groupResult) string { return reasons(g.Create.Events, g.Delete.Events) })
+	row("CSI calls per group, create / delete", func(g *groupResult) string {
+		return callList(g.Create.Calls, g.Groups) + " / " + callList(g.Delete.Calls, g.Groups)
+	})
+	row("controller CPU, create + delete", func(g *groupResult) string {
+		return fmt.Sprintf("%.2f s + %.2f s", g.Create.CPU.Seconds(), g.Delete.CPU.Seconds())
+	})
+	p("")
+	for _, g := range r.groups {
+		if g.Err != nil {
+			p("- %s FAILED: %s", g.System.Label, oneLine(g.Err.Error()))
+		}
+	}
+	p("")
+}
+
+// groupWriteResources are the resources (and subresources) any system
+// wrote in the group scenario, sorted.
+func groupWriteResources(gs []*groupResult) []string {
+	seen := map[string]bool{}
+	for _, g := range gs {
+		for _, ph := range []phase{g.Create, g.Delete} {
+			for k, v := range ph.Writes.ByKey {
+				if v > 0 {
+					seen[k.Resource] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for res := range seen {
+		out = append(out, res)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func joinGroupCols(gs []*groupResult, f func(*groupResult) string) string {
+	cols := make([]string, len(gs))
+	for i, g := range gs {
+		cols[i] = f(g)
+	}
+	return strings.Join(cols, " | ")
+}
+
+// reasons lists the event reasons of both phases with their counts.
+func reasons(a, b map[string]int) string {
+	all := map[string]int{}
+	for _, m := range []map[string]int{a, b} {
+		for k, v := range m {
+			all[k] += v
+		}
+	}
+	keys := make([]string, 0, len(all))
+	for k, v := range all {
+		if v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s: %d", k, all[k])
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// callList is the CSI calls by method, per group.
+func callList(calls map[string]int64, n int) string {
+	keys := make([]string, 0, len(calls))
+	for k := range calls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		if calls[k] > 0 && strings.Contains(k, "Snapshot") {
+			out = append(out, k+" "+per(float64(calls[k]), n))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
