@@ -22,8 +22,8 @@ func paramErrors(self string, params map[string]string) field.ErrorList {
 			continue
 		}
 		fix := fmt.Sprintf("use one of %s, or drop the prefix if the key is meant for the driver",
-			quoteAll(snapshot.KnownClassParamKeys()))
-		if s := closest(key, snapshot.KnownClassParamKeys()); s != "" {
+			quoteAll(knownClassParamKeys()))
+		if s := closest(key, knownClassParamKeys()); s != "" {
 			fix = fmt.Sprintf("did you mean %q?", s)
 		}
 		errs = append(errs, invalid(classParamsPath.Key(key), key,
@@ -64,7 +64,7 @@ func secretValueErrors(self, key, value string, allowed []string, what string, v
 			"%s has an empty parameter %q: the %s of a secret reference must not be empty; set it, or remove both keys of the pair",
 			self, key, what)}
 	}
-	tokens, err := snapshot.TemplateTokens(value)
+	tokens, err := templateTokens(value)
 	if err != nil {
 		return field.ErrorList{invalid(path, value,
 			"%s parameter %q has an %v; close it with \"}\"", self, key, err)}
@@ -76,7 +76,7 @@ func secretValueErrors(self, key, value string, allowed []string, what string, v
 				self, key, t, what, strings.Join(allowed, ", "), what)}
 		}
 	}
-	resolved := snapshot.ResolveTemplate(value, snapshot.SampleTemplateVars)
+	resolved := snapshot.ResolveTemplate(value, sampleTemplateVars)
 	if msgs := valid(resolved); len(msgs) > 0 {
 		once := ""
 		if len(tokens) > 0 {
