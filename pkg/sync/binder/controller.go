@@ -142,10 +142,18 @@ func New(cfg Config) (*Controller, error) {
 		}
 		handlers = append(handlers, groupHandlers...)
 	}
+	if err := c.addHandlers(handlers); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// addHandlers registers each handler with its informer. The tracker hears
+// of every event before the key is queued, so the sync it wakes sees what
+// the cache shows.
+func (c *Controller) addHandlers(handlers []informerHandler) error {
 	for _, h := range handlers {
 		fn := h.fn
-		// The tracker hears of every event before the key is queued, so
-		// the sync it wakes sees what the cache shows.
 		observe := func(obj any) {
 			if m, ok := obj.(metav1.Object); ok {
 				c.lag.Observe(m)
@@ -165,11 +173,11 @@ func New(cfg Config) (*Controller, error) {
 				fn(obj)
 			},
 		}); err != nil {
-			return nil, err
+			return err
 		}
 		c.synced = append(c.synced, h.inf.HasSynced)
 	}
-	return c, nil
+	return nil
 }
 
 // Run waits for the caches and runs the loops until ctx is done.
