@@ -113,20 +113,20 @@ func run(ctx context.Context, o *Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
-	if o.Enabled(ComponentBinder) {
-		cl, err := newClients(base, "binder")
-		if err != nil {
-			return err
-		}
-		served, err := waitForCRDs(ctx, cl.kube.Discovery(), o.RetryCRDIntervalMax, o.CRDWaitTimeout)
-		if err != nil {
-			return err
-		}
-		groups := o.groupsOn(ctx, served)
-		go func() { errc <- o.runBinder(ctx, cl, reg, h, groups) }()
+	// Each component has its own clients (its own rate limits; the user
+	// agent names the component), waits for the CRDs on its own and runs until ctx ends.
+	components := []struct {
+		name string
+		run  func(context.Context, *clients, *prometheus.Registry, *health, bool) error
+	}{
+		{ComponentBinder, o.runBinder},
+		{ComponentCSI, o.runCSI},
 	}
-	if o.Enabled(ComponentCSI) {
-		cl, err := newClients(base, "csi")
+	for _, comp := range components {
+		if !o.Enabled(comp.name) {
+			continue
+		}
+		cl, err := newClients(base, comp.name)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,8 @@ func run(ctx context.Context, o *Options) error {
 			return err
 		}
 		groups := o.groupsOn(ctx, served)
-		go func() { errc <- o.runCSI(ctx, cl, reg, h, groups) }()
+		run := comp.run
+		go func() { errc <- run(ctx, cl, reg, h, groups) }()
 	}
 	select {
 	case <-ctx.Done():
