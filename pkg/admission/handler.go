@@ -33,6 +33,7 @@ type Handler struct {
 	options  validation.Options
 	maxBytes int64
 	metrics  *Metrics
+	defaults *defaultClaims
 }
 
 // NewHandler builds a Handler. maxBytes <= 0 means DefaultMaxRequestBytes;
@@ -41,7 +42,7 @@ func NewHandler(lookups LookupFactory, opts validation.Options, maxBytes int64, 
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxRequestBytes
 	}
-	return &Handler{lookups: lookups, options: opts, maxBytes: maxBytes, metrics: metrics}
+	return &Handler{lookups: lookups, options: opts, maxBytes: maxBytes, metrics: metrics, defaults: newDefaultClaims(0)}
 }
 
 // Endpoint returns the handler of /validate/<resource>; resource "" gives
@@ -150,8 +151,16 @@ func (h *Handler) validate(ctx context.Context, endpoint string, req *admissionv
 	}
 	inheritNamespace(obj, req.Namespace)
 	inheritNamespace(old, req.Namespace)
-	v := validation.Validator{Lookup: h.lookups(ctx), Options: h.options}
-	errs, warnings, err := v.Validate(validation.Operation(req.Operation), obj, old)
+	var (
+		errs     field.ErrorList
+		warnings []string
+	)
+	dryRun := req.DryRun != nil && *req.DryRun
+	h.defaults.judge(obj, dryRun, h.lookups(ctx), func(l validation.Lookup) bool {
+		v := validation.Validator{Lookup: l, Options: h.options}
+		errs, warnings, err = v.Validate(validation.Operation(req.Operation), obj, old)
+		return err == nil && len(errs) == 0
+	})
 	if err != nil {
 		return errorResponse(req.UID, http.StatusInternalServerError, err.Error())
 	}

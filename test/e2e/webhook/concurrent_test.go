@@ -1,0 +1,99 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// TestConcurrentDefaultClasses: ten default classes for one driver applied
+// through the API server at the same instant (a GitOps sync, a Helm release
+// of several charts): exactly one is stored, every other create is denied
+// with a message naming the default that won.
+func TestConcurrentDefaultClasses(t *testing.T) {
+	env := framework.Shared(t)
+	startWebhook(t, env)
+	ctx := context.Background()
+	const n = 10
+	driver := fmt.Sprintf("race-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
+
+	single := env.Snap.SnapshotV1().VolumeSnapshotClasses()
+	created, denials := applyAtOnce(n, func(i int) error {
+		_, err := single.Create(ctx, &snapv1.VolumeSnapshotClass{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", driver, i), Annotations: map[string]string{snapshot.AnnDefaultClass: "true"}},
+			Driver:     driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+		}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		for i := range n {
+			_ = single.Delete(ctx, fmt.Sprintf("%s-%d", driver, i), metav1.DeleteOptions{})
+		}
+	})
+	checkOneDefault(t, "VolumeSnapshotClass", created, denials)
+
+	group := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses()
+	created, denials = applyAtOnce(n, func(i int) error {
+		_, err := group.Create(ctx, &groupv1.VolumeGroupSnapshotClass{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-g%d", driver, i), Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
+			Driver:     driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+		}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		for i := range n {
+			_ = group.Delete(ctx, fmt.Sprintf("%s-g%d", driver, i), metav1.DeleteOptions{})
+		}
+	})
+	checkOneDefault(t, "VolumeGroupSnapshotClass", created, denials)
+}
+
+// applyAtOnce runs create(i) for i in [0,n) from n goroutines released
+// together, and returns how many succeeded and the errors of the others.
+func applyAtOnce(n int, create func(i int) error) (int, []error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	start := make(chan struct{})
+	ok := 0
+	var errs []error
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := create(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				ok++
+			} else {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return ok, errs
+}
+
+func checkOneDefault(t *testing.T, kind string, created int, denials []error) {
+	t.Helper()
+	if created != 1 {
+		t.Errorf("%s: %d of %d concurrent default classes for one driver were stored, want 1", kind, created, created+len(denials))
+	}
+	for _, err := range denials {
+		if !strings.Contains(err.Error(), "cannot be the default for driver") {
+			t.Errorf("%s: a concurrent default was refused without naming the default that won: %v", kind, err)
+		}
+	}
+}
