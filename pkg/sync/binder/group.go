@@ -146,23 +146,11 @@ func (c *Controller) preProvisionedGroupContent(g *groupv1.VolumeGroupSnapshot) 
 	name := *g.Spec.Source.VolumeGroupSnapshotContentName
 	content, err := c.groupContents.Get(name)
 	if err != nil {
-		return nil, problemf(snapshot.ReasonGroupSnapshotContentMissing,
-			"VolumeGroupSnapshotContent %q does not exist yet; create it, or fix spec.source.volumeGroupSnapshotContentName", name)
+		return nil, staticGroup.check(name, staticContent{}, g.Namespace, g.Name, g.UID)
 	}
-	ref := content.Spec.VolumeGroupSnapshotRef
-	if ref.Name != g.Name || ref.Namespace != g.Namespace || (ref.UID != "" && ref.UID != g.UID) {
-		return nil, problemf(snapshot.ReasonGroupSnapshotBindFailed,
-			"VolumeGroupSnapshotContent %q is bound to VolumeGroupSnapshot %s/%s (uid %q), not to this one; point spec.volumeGroupSnapshotRef of the content at %s/%s or use another content",
-			name, ref.Namespace, ref.Name, ref.UID, g.Namespace, g.Name)
-	}
-	if content.Spec.Source.GroupSnapshotHandles == nil {
-		return nil, problemf(snapshot.ReasonGroupSnapshotContentMismatch,
-			"VolumeGroupSnapshotContent %q is a dynamic content (spec.source.volumeHandles), not a pre-provisioned one; name a content with spec.source.groupSnapshotHandles, or use spec.source.selector",
-			name)
-	}
-	if content.DeletionTimestamp != nil && ref.UID == "" {
-		return nil, problemf(snapshot.ReasonGroupSnapshotContentMissing,
-			"VolumeGroupSnapshotContent %q is being deleted and cannot be bound; create a new content and point spec.source.volumeGroupSnapshotContentName at it", name)
+	if p := staticGroup.check(name, staticContent{exists: true, ref: content.Spec.VolumeGroupSnapshotRef,
+		dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}, g.Namespace, g.Name, g.UID); p != nil {
+		return nil, p
 	}
 	return content, nil
 }

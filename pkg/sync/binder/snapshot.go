@@ -191,23 +191,11 @@ func (c *Controller) preProvisionedContent(vs *snapv1.VolumeSnapshot) (*snapv1.V
 	name := *vs.Spec.Source.VolumeSnapshotContentName
 	content, err := c.contents.Get(name)
 	if err != nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentMissing,
-			"VolumeSnapshotContent %q does not exist yet; create it, or fix spec.source.volumeSnapshotContentName", name)
+		return nil, staticSnapshot.check(name, staticContent{}, vs.Namespace, vs.Name, vs.UID)
 	}
-	ref := content.Spec.VolumeSnapshotRef
-	if ref.Name != vs.Name || ref.Namespace != vs.Namespace || (ref.UID != "" && ref.UID != vs.UID) {
-		return nil, problemf(snapshot.ReasonSnapshotContentMisbound,
-			"VolumeSnapshotContent %q is bound to VolumeSnapshot %s/%s (uid %q), not to this one; point spec.volumeSnapshotRef of the content at %s/%s or use another content",
-			name, ref.Namespace, ref.Name, ref.UID, vs.Namespace, vs.Name)
-	}
-	if content.Spec.Source.SnapshotHandle == nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentMismatch,
-			"VolumeSnapshotContent %q is a dynamic content (spec.source.volumeHandle), not a pre-provisioned one; name a content with spec.source.snapshotHandle in spec.source.volumeSnapshotContentName, or take the snapshot from a claim with spec.source.persistentVolumeClaimName",
-			name)
-	}
-	if content.DeletionTimestamp != nil && ref.UID == "" {
-		return nil, problemf(snapshot.ReasonSnapshotContentMissing,
-			"VolumeSnapshotContent %q is being deleted and cannot be bound; create a new content for the snapshot handle and point spec.source.volumeSnapshotContentName at it", name)
+	if p := staticSnapshot.check(name, staticContent{exists: true, ref: content.Spec.VolumeSnapshotRef,
+		dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}, vs.Namespace, vs.Name, vs.UID); p != nil {
+		return nil, p
 	}
 	return content, nil
 }
@@ -234,11 +222,12 @@ func (c *Controller) bound(ctx context.Context, vs *snapv1.VolumeSnapshot, conte
 	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
 		return workloop.Result{}, err
 	}
-	if err := c.mirrorStatus(ctx, vs, content, group); err != nil {
+	noCSI, lookAgain := c.presence.check(vs, content, time.Now())
+	if err := c.mirrorStatus(ctx, vs, content, group, noCSI); err != nil {
 		return workloop.Result{}, err
 	}
 	if !contentReady(content) {
-		return workloop.Result{RequeueAfter: c.recheck()}, nil
+		return workloop.Result{RequeueAfter: minPositive(c.recheck(), lookAgain)}, nil
 	}
 	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
 		c.pvcLoop.Add(objKey(vs.Namespace, *pvc)) // ready: the claim may go
