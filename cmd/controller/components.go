@@ -21,6 +21,7 @@ func (o *Options) backoff() workloop.Backoff {
 func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health, groups bool) error {
 	kubeInf := informers.NewSharedInformerFactory(cl.kube, o.ResyncPeriod)
 	snapInf := snapinformers.NewSharedInformerFactory(cl.snap, o.ResyncPeriod)
+	leaseInf, leases := o.csiLeases(ctx, cl)
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)
 	w := writer.New(cl.kube, cl.snap, componentReg)
 	registerCacheLag(componentReg, w.Lag())
@@ -37,8 +38,13 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 		DistributedSnapshotting: o.DistributedSnapshotting,
 		SourceVolumeMode:        o.SourceVolumeMode && o.PreventVolumeModeConversion,
 		Groups:                  groups,
+		Leases:                  leases,
+		NoCSISideAfter:          o.NoCSISideAfter,
 	})
 	if err != nil {
+		return err
+	}
+	if err := registerBinderGauges(componentReg, b); err != nil {
 		return err
 	}
 	h.addReady(b.HasSynced)
@@ -46,6 +52,9 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 	// without a cold start.
 	kubeInf.Start(ctx.Done())
 	snapInf.Start(ctx.Done())
+	if leaseInf != nil {
+		leaseInf.Start(ctx.Done())
+	}
 	return o.withLeaderElection(ctx, cl.kube, BinderLease, h, untilDone(b.Run))
 }
 

@@ -70,6 +70,9 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 	classInf.Start(ctx.Done())
 	h.addReady(func() bool { return contents.HasSynced() && classes.HasSynced() })
 	run := untilDone(func(ctx context.Context) error { return ctrl.Run(ctx, o.Workers) })
+	if o.NodeDeployment || !o.LeaderElection {
+		go o.heartbeat(cl, drv.Name()).Run(ctx)
+	}
 	if o.NodeDeployment {
 		return run(ctx)
 	}

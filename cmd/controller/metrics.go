@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/binder"
 )
 
 var registerOnce sync.Once
@@ -47,6 +48,16 @@ func registerCacheLag(reg prometheus.Registerer, lag *cachelag.Tracker) {
 		Name: "snapkeeper_cache_lag_entries",
 		Help: "Objects whose own write, creation or deletion the component's informer cache does not show yet, writes in flight included.",
 	}, func() float64 { return float64(lag.Len()) }))
+}
+
+// registerBinderGauges exposes the binder's state gauges (pkg/sync/binder/gauges.go,
+// docs/metrics.md) on the binder component's registerer.
+func registerBinderGauges(reg prometheus.Registerer, b *binder.Controller) error {
+	g, err := binder.NewGauges(b, binder.GaugeOptions{})
+	if err != nil {
+		return err
+	}
+	return reg.Register(g)
 }
 
 // leaderMetrics implements leaderelection.MetricsProvider with the series

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"regexp"
 	goruntime "runtime"
 	"strings"
 
@@ -21,22 +20,18 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
 // Lease names shared with the community components, so that theirs and ours
 // exclude each other during a rolling image swap.
 const (
-	BinderLease    = "snapshot-controller-leader"
-	csiLeasePrefix = "external-snapshotter-leader-"
+	BinderLease = "snapshot-controller-leader"
 )
 
-var nonLeaseChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
-
 // CSILeaseName is the Lease of the CSI side of a driver.
-func CSILeaseName(driver string) string {
-	return csiLeasePrefix + nonLeaseChars.ReplaceAllString(driver, "-")
-}
+func CSILeaseName(driver string) string { return snapshot.CSILeaseName(driver) }
 
 // clients are the API clients of one component; each component gets its own
 // so that one's client-side rate limit does not slow the other.

@@ -2,13 +2,14 @@
 // own rules, so a CI pipeline can reject a bad change before it reaches a
 // cluster:
 //
-//	snapctl validate [--strict-populators] [--allow-cross-namespace-data-source] PATH...
+//	snapctl validate [-o text|json] [--kubeconfig PATH] [-n NAMESPACE] [-v] PATH|-...
 //
-// PATH is a YAML/JSON file or a directory (read recursively; `helm template`
-// output works). Every VolumeSnapshotClass, VolumeSnapshot,
-// VolumeSnapshotContent and PersistentVolumeClaim is judged as a CREATE
-// against all the other objects given, as if they were applied together.
-// It exits 1 when any object is denied, 2 on bad usage or unreadable input.
+// PATH is a YAML/JSON file, a directory (read recursively; `helm template`
+// output works) or - for stdin; List documents are expanded. Every snapshot,
+// group snapshot and PersistentVolumeClaim object is judged against all the
+// other objects given, as if they were applied together, and with
+// --kubeconfig against the cluster too (docs/snapctl.md). It exits 1 when
+// any object is denied, 2 on bad usage or unreadable input.
 //
 //	snapctl crd-check --crds DIR [--kubeconfig PATH]
 //
@@ -20,50 +21,35 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = `usage: snapctl validate [--strict-populators] [--allow-cross-namespace-data-source] PATH...
-       snapctl crd-check --crds DIR [--kubeconfig PATH]`
+const usage = `usage: snapctl validate [-o text|json] [--kubeconfig PATH] [-n NAMESPACE] [-v] [--strict-populators] [--allow-cross-namespace-data-source] PATH|-...
+       snapctl crd-check --crds DIR [--kubeconfig PATH]
+       snapctl --version`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	switch {
+	case len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version"):
+		fmt.Fprintln(stdout, "snapctl", version.Version)
+		return 0
 	case len(args) > 0 && args[0] == "validate":
 		return runValidate(args, stdout, stderr)
 	case len(args) > 0 && args[0] == "crd-check":
 		return runCRDCheck(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "doctor":
+		return runDoctor(args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, usage)
 	return 2
 }
 
 func runValidate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o options
-	fs.BoolVar(&o.StrictPopulators, "strict-populators", false, "Deny claims whose data source kind no VolumePopulator registers (as the webhook's flag).")
-	fs.BoolVar(&o.AllowCrossNamespaceDataSource, "allow-cross-namespace-data-source", false, "Admit dataSourceRef.namespace (as the webhook's flag).")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "snapctl validate: no PATH given")
-		return 2
-	}
-	objs, skipped, err := load(fs.Args())
-	if err != nil {
-		fmt.Fprintln(stderr, "snapctl:", err)
-		return 2
-	}
-	denied := validateAll(objs, o, stdout)
-	fmt.Fprintf(stdout, "%d objects judged, %d denied, %d documents of other kinds skipped\n", judged(objs), denied, skipped)
-	if denied > 0 {
-		return 1
-	}
-	return 0
+	return validateMain(args[1:], stdout, stderr) // validate.go
 }

@@ -29,11 +29,9 @@ func TestASecondDefaultClassIsDeniedWithTheFix(t *testing.T) {
 func TestOtherKindsAreSkippedAndBadInputIsUsage(t *testing.T) {
 	dir := t.TempDir()
 	doc := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"
-	if err := os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(dir, "d.yaml"), doc)
 	var out, errOut bytes.Buffer
-	if code := run([]string{"validate", dir}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "1 documents of other kinds skipped") {
+	if code := run([]string{"validate", dir}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "1 documents of other kinds ignored") {
 		t.Fatalf("exit %d\n%s", code, out.String())
 	}
 	if code := run([]string{"lint"}, &out, &errOut); code != 2 {
@@ -41,5 +39,12 @@ func TestOtherKindsAreSkippedAndBadInputIsUsage(t *testing.T) {
 	}
 	if code := run([]string{"validate", filepath.Join(dir, "missing.yaml")}, &out, &errOut); code != 2 {
 		t.Fatalf("missing file: exit %d, want 2", code)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

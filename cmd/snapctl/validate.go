@@ -1,151 +1,147 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/snapkeeper/snapkeeper/pkg/manifest"
+	"github.com/snapkeeper/snapkeeper/pkg/manifestcheck"
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
 )
 
-type options = validation.Options
+// stdin is what `-` reads; tests replace it.
+var stdin io.Reader = os.Stdin
 
-// object is one decoded document and where it came from.
-type object struct {
-	where string
-	obj   metav1.Object
+type validateFlags struct {
+	opts       validation.Options
+	output     string
+	kubeconfig string
+	namespace  string
+	verbose    bool
 }
 
-// load reads every document of the paths; documents of kinds the rules do
-// not know (Deployments in a chart render, say) are counted and skipped.
-func load(paths []string) (objs []object, skipped int, err error) {
-	seen := map[string]bool{} // overlapping paths read a file once
-	for _, root := range paths {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() || !isManifest(path, root) || seen[filepath.Clean(path)] {
-				return nil
-			}
-			seen[filepath.Clean(path)] = true
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			docs, err := manifest.SplitDocuments(data)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			for i, doc := range docs {
-				obj, err := manifest.Decode(doc)
-				if err != nil {
-					if errors.Is(err, manifest.ErrUnsupportedKind) {
-						skipped++
-						continue
-					}
-					return fmt.Errorf("%s, document %d: %w", path, i+1, err)
-				}
-				if obj.GetNamespace() == "" && namespaced(obj) {
-					obj.SetNamespace("default")
-				}
-				objs = append(objs, object{where: fmt.Sprintf("%s#%d", path, i+1), obj: obj})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, 0, err
+func parseValidate(args []string, stderr io.Writer) (*validateFlags, []string, error) {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f validateFlags
+	fs.BoolVar(&f.opts.StrictPopulators, "strict-populators", false, "Deny claims whose data source kind no VolumePopulator registers (as the webhook's flag).")
+	fs.BoolVar(&f.opts.AllowCrossNamespaceDataSource, "allow-cross-namespace-data-source", false, "Admit dataSourceRef.namespace (as the webhook's flag).")
+	fs.StringVar(&f.output, "o", "text", "Output format: text or json.")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Also consult the cluster of this kubeconfig for objects the manifests do not define.")
+	fs.StringVar(&f.namespace, "n", "default", "Namespace of namespaced objects that name none.")
+	fs.BoolVar(&f.verbose, "v", false, "Also report the documents of other kinds that are ignored.")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if f.output != "text" && f.output != "json" {
+		return nil, nil, fmt.Errorf("-o %q: want text or json", f.output)
+	}
+	if fs.NArg() == 0 {
+		return nil, nil, fmt.Errorf("no PATH given (a file, a directory or - for stdin)")
+	}
+	return &f, fs.Args(), nil
+}
+
+// validateMain is `snapctl validate ARGS`: 0 when every object is
+// admitted, 1 when any is denied, 2 on bad usage or unreadable input.
+func validateMain(args []string, stdout, stderr io.Writer) int {
+	f, paths, err := parseValidate(args, stderr)
+	if err != nil {
+		if err != flag.ErrHelp {
+			fmt.Fprintln(stderr, "snapctl validate:", err)
+		}
+		return 2
+	}
+	loaded, err := manifestcheck.Load(paths, stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "snapctl validate:", err)
+		return 2
+	}
+	cfg := manifestcheck.Config{Options: f.opts, Namespace: f.namespace}
+	if f.kubeconfig != "" {
+		if cfg.World, err = cluster(f.kubeconfig); err != nil {
+			fmt.Fprintln(stderr, "snapctl validate:", err)
+			return 2
 		}
 	}
-	return objs, skipped, nil
-}
-
-func isManifest(path, root string) bool {
-	if path == root {
-		return true // a file named on the command line, whatever its name
-	}
-	switch filepath.Ext(path) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
-func namespaced(obj metav1.Object) bool {
-	switch obj.(type) {
-	case *snapv1.VolumeSnapshot, *corev1.PersistentVolumeClaim:
-		return true
-	}
-	return false
-}
-
-func judged(objs []object) int {
-	n := 0
-	for _, o := range objs {
-		if judgeable(o.obj) {
-			n++
+	if f.verbose {
+		for _, n := range loaded.Notes {
+			fmt.Fprintln(stderr, n)
 		}
 	}
-	return n
-}
-
-func judgeable(obj metav1.Object) bool {
-	switch obj.(type) {
-	case *snapv1.VolumeSnapshotClass, *snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent, *corev1.PersistentVolumeClaim:
-		return true
+	results := manifestcheck.Judge(loaded.Objects, cfg)
+	if f.output == "json" {
+		err = writeJSON(stdout, results)
+	} else {
+		err = writeText(stdout, results, len(loaded.Notes))
 	}
-	return false
+	if err != nil {
+		fmt.Fprintln(stderr, "snapctl validate:", err)
+		return 2
+	}
+	for _, r := range results {
+		if !r.Allowed {
+			return 1
+		}
+	}
+	return 0
 }
 
-// validateAll judges each object as a CREATE against all the others and
-// prints denials and warnings; it returns the number denied.
-func validateAll(objs []object, o options, out io.Writer) int {
+func cluster(kubeconfig string) (*manifestcheck.Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return manifestcheck.NewCluster(context.Background(), cfg)
+}
+
+func writeJSON(w io.Writer, results []manifestcheck.Result) error {
+	if results == nil {
+		results = []manifestcheck.Result{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(results); err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	return nil
+}
+
+// writeText prints one line per denial reason and per warning, then a
+// summary line.
+func writeText(w io.Writer, results []manifestcheck.Result, ignored int) error {
 	denied := 0
-	for i, cur := range objs {
-		if !judgeable(cur.obj) {
-			continue
+	for _, r := range results {
+		where := fmt.Sprintf("%s:%d", r.File, r.Document)
+		if r.Item > 0 {
+			where = fmt.Sprintf("%s.%d", where, r.Item)
 		}
-		lookup := &validation.StaticLookup{}
-		for j, other := range objs {
-			if j != i {
-				if err := lookup.Add(other.obj); err != nil {
-					continue // a kind the lookup does not serve (Namespace)
-				}
+		name := r.Name
+		if r.Namespace != "" {
+			name = r.Namespace + "/" + r.Name
+		}
+		if !r.Allowed {
+			denied++
+		}
+		for _, e := range r.Errors {
+			if _, err := fmt.Fprintf(w, "%s: %s %s: DENIED: %s (field %s)\n", where, r.Kind, name, e.Message, e.Field); err != nil {
+				return fmt.Errorf("writing output: %w", err)
 			}
 		}
-		v := validation.Validator{Lookup: lookup, Options: o}
-		errs, warnings, err := v.Validate(validation.Create, cur.obj, nil)
-		name := describe(cur.obj)
-		switch {
-		case err != nil:
-			fmt.Fprintf(out, "%s: %s: error: %v\n", cur.where, name, err)
-			denied++
-		case len(errs) > 0:
-			denied++
-			for _, e := range errs {
-				fmt.Fprintf(out, "%s: %s: DENIED: %s\n", cur.where, name, e.Error())
+		for _, m := range r.Warnings {
+			if _, err := fmt.Fprintf(w, "%s: %s %s: warning: %s\n", where, r.Kind, name, m); err != nil {
+				return fmt.Errorf("writing output: %w", err)
 			}
 		}
-		for _, w := range warnings {
-			fmt.Fprintf(out, "%s: %s: warning: %s\n", cur.where, name, w)
-		}
 	}
-	return denied
-}
-
-func describe(obj metav1.Object) string {
-	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
-	if ns := obj.GetNamespace(); ns != "" {
-		return fmt.Sprintf("%s %s/%s", kind, ns, obj.GetName())
+	_, err := fmt.Fprintf(w, "%d objects judged, %d denied, %d documents of other kinds ignored\n", len(results), denied, ignored)
+	if err != nil {
+		return fmt.Errorf("writing output: %w", err)
 	}
-	return fmt.Sprintf("%s %s", kind, obj.GetName())
+	return nil
 }

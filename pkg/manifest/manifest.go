@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +22,12 @@ import (
 var ErrUnsupportedKind = errors.New("unsupported kind")
 
 // SplitDocuments splits a multi-document YAML stream, dropping empty
-// documents.
+// documents. A stream that starts with '{' or '[' is read as JSON: a
+// sequence of objects, and a top-level array gives one document per element.
 func SplitDocuments(data []byte) ([][]byte, error) {
+	if isJSON(data) {
+		return splitJSON(data)
+	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs [][]byte
 	for {
@@ -31,7 +36,7 @@ func SplitDocuments(data []byte) ([][]byte, error) {
 			return docs, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("reading YAML document %d: %w", len(docs)+1, err)
 		}
 		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
 			docs = append(docs, doc)
@@ -51,31 +56,44 @@ func stripComments(doc []byte) []byte {
 }
 
 // Decode turns a YAML or JSON document into the typed object of its kind:
-// the snapshot kinds, PersistentVolumeClaim, PersistentVolume or Namespace.
+// the snapshot and group snapshot kinds, PersistentVolumeClaim,
+// PersistentVolume or Namespace. A List is not decoded here: see Expand.
 func Decode(doc []byte) (metav1.Object, error) {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &tm); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading apiVersion and kind: %w", err)
 	}
-	var obj metav1.Object
-	switch tm.GroupVersionKind() {
-	case snapv1.SchemeGroupVersion.WithKind("VolumeSnapshotClass"):
-		obj = &snapv1.VolumeSnapshotClass{}
-	case snapv1.SchemeGroupVersion.WithKind("VolumeSnapshot"):
-		obj = &snapv1.VolumeSnapshot{}
-	case snapv1.SchemeGroupVersion.WithKind("VolumeSnapshotContent"):
-		obj = &snapv1.VolumeSnapshotContent{}
-	case corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"):
-		obj = &corev1.PersistentVolumeClaim{}
-	case corev1.SchemeGroupVersion.WithKind("PersistentVolume"):
-		obj = &corev1.PersistentVolume{}
-	case corev1.SchemeGroupVersion.WithKind("Namespace"):
-		obj = &corev1.Namespace{}
-	default:
+	obj := newObject(tm)
+	if obj == nil {
 		return nil, fmt.Errorf("%w: kind %q of apiVersion %q", ErrUnsupportedKind, tm.Kind, tm.APIVersion)
 	}
 	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
 	}
 	return obj, nil
+}
+
+// newObject returns an empty object of the kind, or nil for other kinds.
+func newObject(tm metav1.TypeMeta) metav1.Object {
+	switch tm.GroupVersionKind() {
+	case snapv1.SchemeGroupVersion.WithKind("VolumeSnapshotClass"):
+		return &snapv1.VolumeSnapshotClass{}
+	case snapv1.SchemeGroupVersion.WithKind("VolumeSnapshot"):
+		return &snapv1.VolumeSnapshot{}
+	case snapv1.SchemeGroupVersion.WithKind("VolumeSnapshotContent"):
+		return &snapv1.VolumeSnapshotContent{}
+	case groupv1.SchemeGroupVersion.WithKind("VolumeGroupSnapshotClass"):
+		return &groupv1.VolumeGroupSnapshotClass{}
+	case groupv1.SchemeGroupVersion.WithKind("VolumeGroupSnapshot"):
+		return &groupv1.VolumeGroupSnapshot{}
+	case groupv1.SchemeGroupVersion.WithKind("VolumeGroupSnapshotContent"):
+		return &groupv1.VolumeGroupSnapshotContent{}
+	case corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"):
+		return &corev1.PersistentVolumeClaim{}
+	case corev1.SchemeGroupVersion.WithKind("PersistentVolume"):
+		return &corev1.PersistentVolume{}
+	case corev1.SchemeGroupVersion.WithKind("Namespace"):
+		return &corev1.Namespace{}
+	}
+	return nil
 }

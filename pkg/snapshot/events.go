@@ -18,6 +18,9 @@ const (
 	ReasonSnapshotMisbound              = "SnapshotMisbound"
 	ReasonSnapshotPVCSourceMissing      = "SnapshotPVCSourceMissing"
 	ReasonSnapshotDeletePending         = "SnapshotDeletePending"
+	// ReasonNoCSISide (ours; the community has none): the content waits
+	// for a CSI side, and no CSI side holds a fresh Lease for its driver.
+	ReasonNoCSISide = "NoCSISide"
 
 	// On VolumeSnapshotContents, from the CSI side.
 	ReasonCreationFailed = "SnapshotCreationFailed"

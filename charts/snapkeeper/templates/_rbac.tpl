@@ -37,6 +37,11 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
 - apiGroups: [""]
   resources: ["persistentvolumes"]
   verbs: ["get", "list", "watch"]
+# Which drivers have a CSI side: their leader-election and heartbeat Leases
+# in any namespace (the no-CSI-side status error, docs/contract.md).
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch"]
 {{- if and .Values.controller .Values.controller.enableDistributedSnapshotting }}
 {{- /* Distributed snapshotting matches a volume's node affinity against the Nodes. */}}
 - apiGroups: [""]

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	coordinformers "k8s.io/client-go/informers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -47,6 +48,11 @@ type Config struct {
 	// Groups turns on volume group snapshots (their CRDs are served and
 	// the feature gate is on).
 	Groups bool
+	// Leases, when set, are the Leases of CSI sides (csipresence.go): a
+	// snapshot whose content no CSI side touches for NoCSISideAfter while
+	// its driver has no fresh Lease says so in its status.
+	Leases         coordinformers.LeaseInformer
+	NoCSISideAfter time.Duration
 }
 
 // Controller is the binder.
@@ -78,6 +84,8 @@ type Controller struct {
 	snapshotLoop *workloop.Loop
 	contentLoop  *workloop.Loop
 	pvcLoop      *workloop.Loop
+	// presence is nil without Config.Leases.
+	presence *csiPresence
 }
 
 // New wires the binder to its informers. Call before the factories start.
@@ -144,6 +152,15 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if err := c.addHandlers(handlers); err != nil {
 		return nil, err
+	}
+	if cfg.Leases != nil {
+		// Not among c.synced: Leases we may not list never sync, and the
+		// binder works without them.
+		p, err := newPresence(cfg.Leases, cfg.NoCSISideAfter, c.snapshotLoop.Add)
+		if err != nil {
+			return nil, err
+		}
+		c.presence = p
 	}
 	return c, nil
 }

@@ -47,9 +47,13 @@ func desiredStatus(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotCont
 // mirrorStatus writes the snapshot status when the content's changed it,
 // with an event on the transitions a user cares about. The CreateSnapshot
 // operation ends when the snapshot is cut (it gets its creationTime), the
-// CreateSnapshotAndReady operation when it is ready.
-func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent, group string) error {
+// CreateSnapshotAndReady operation when it is ready. noCSI, when set, is
+// the error of a driver without a CSI side (csipresence.go).
+func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent, group string, noCSI *snapv1.VolumeSnapshotError) error {
 	want := desiredStatus(vs, content, group)
+	if want.Error == nil && noCSI != nil {
+		want.Error = noCSI
+	}
 	if statusEqual(vs.Status, want) {
 		return nil
 	}
@@ -63,6 +67,8 @@ func (c *Controller) mirrorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot
 		c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, content.Spec.Driver, snapType(vs), "success", vs.CreationTimestamp.Time)
 	}
 	switch {
+	case noCSI != nil && want.Error == noCSI && !sameErrorMessage(vs.Status, *noCSI.Message):
+		c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, snapshot.ReasonNoCSISide, *noCSI.Message)
 	case nowReady && !wasReady:
 		c.cfg.Recorder.Event(vs, corev1.EventTypeNormal, snapshot.ReasonSnapshotReady,
 			"Snapshot "+vs.Namespace+"/"+vs.Name+" is ready to use.")

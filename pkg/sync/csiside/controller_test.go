@@ -72,10 +72,10 @@ func TestAPIErrors(t *testing.T) {
 			inject:         []testkit.Fault{{Verb: "get", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no access")), Times: 1}},
 			wantRequeue:    retryBackoff.Start,
 			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access`},
+			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access")},
 			wantMark:       true,
 			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access`)),
+			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access"))),
 		},
 	})
 }

@@ -107,7 +107,7 @@ func (c *Controller) secret(ctx context.Context, namespace, name string) (map[st
 	}
 	s, err := c.cfg.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+		return nil, secretReadError(namespace, name, err)
 	}
 	out := make(map[string]string, len(s.Data))
 	for k, v := range s.Data {

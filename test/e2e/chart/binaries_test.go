@@ -216,6 +216,7 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 		!strings.Contains(err.Error(), "volumesnapshotclasses.validation.snapkeeper.io") {
 		t.Fatalf("bad class: got %v, want a denial by the webhook", err)
 	}
+	runHelmTestScript(t, env, h, ns)
 	expectClaimsJudged(ctx, t, env, apps)
 
 	class := env.CreateSnapshotClass(t, framework.SnapshotClass("chart-"+apps, framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, false))
@@ -306,6 +307,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 		}
 		return strings.Contains(err.Error(), "denied the request"), err
 	})
+	runHelmTestScript(t, env, h, ns)
 	expectClaimsJudged(ctx, t, env, apps)
 	// The chart's RBAC covers the certificate Manager: the Secret, and get,
 	// list, watch and patch of both configurations.

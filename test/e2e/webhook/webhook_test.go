@@ -58,6 +58,7 @@ func TestWebhook(t *testing.T) {
 			t.Run(c.Name, func(t *testing.T) { acceptCase(t, k.with(t), c) })
 		}
 	})
+	t.Run("sets", func(t *testing.T) { runSets(t, k.with(t)) }) // agree_test.go
 	t.Run("metrics count verdicts", func(t *testing.T) { checkMetrics(t, w) })
 	t.Run("certificate rotation under load", func(t *testing.T) { rotateCertificate(t, env, w) })
 }
@@ -78,6 +79,9 @@ func rejectCase(t *testing.T, k kubectl, c validationtest.Case) {
 		_, stderr, err := k.apply(c.Object(), mode)
 		if err == nil {
 			t.Fatalf("kubectl apply %s accepted the object; want a rejection", mode)
+		}
+		if mode != "" {
+			agreeCase(t, k, c, false, stderr) // agree_test.go
 		}
 		want := c.Expect
 		if c.ExpectAPIServer != "" {
@@ -115,6 +119,9 @@ func acceptCase(t *testing.T, k kubectl, c validationtest.Case) {
 		_, stderr, err := k.apply(c.Object(), args...)
 		if err != nil {
 			t.Fatalf("kubectl apply %s rejected the object: %v\n%s", mode, err, stderr)
+		}
+		if mode == "--dry-run=server" {
+			agreeCase(t, k, c, true, stderr) // agree_test.go
 		}
 		if mode != "" && mode != "--dry-run=server" {
 			continue // a no-op apply may not reach the webhook, so no warnings

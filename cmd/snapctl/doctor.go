@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/snapkeeper/snapkeeper/pkg/doctor"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+)
+
+const doctorUsage = "usage: snapctl doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]"
+
+// doctorOptions are the flags of snapctl doctor.
+type doctorOptions struct {
+	namespace, output, kubeconfig, name string
+}
+
+// runDoctor explains every VolumeSnapshot, VolumeSnapshotContent and group
+// snapshot object that is not ready or is stuck deleting, one line each
+// (pkg/doctor). Exit 0: nothing stuck; 1: something is; 2: bad usage or
+// the cluster cannot be read.
+func runDoctor(args []string, stdout, stderr io.Writer) int {
+	o, err := parseDoctorFlags(args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, doctorUsage)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in, err := gatherDoctorInput(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "snapctl doctor:", err)
+		return 2
+	}
+	findings := doctor.Filter(doctor.Analyze(in), o.namespace, o.name)
+	if err := printFindings(stdout, o.output, findings, in.LeasesKnown); err != nil {
+		fmt.Fprintln(stderr, "snapctl doctor:", err)
+		return 2
+	}
+	if len(findings) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// parseDoctorFlags accepts NAME before, between or after the flags.
+func parseDoctorFlags(args []string, stderr io.Writer) (*doctorOptions, error) {
+	o := &doctorOptions{}
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.namespace, "n", "", "Namespace to look at; default: all.")
+	fs.StringVar(&o.namespace, "namespace", "", "Same as -n.")
+	fs.StringVar(&o.output, "o", "text", "Output: text (one line per stuck object) or json.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster; default $KUBECONFIG or ~/.kube/config.")
+	var names []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("snapctl doctor: %w", err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names = append(names, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case len(names) > 1:
+		return nil, fmt.Errorf("snapctl doctor: at most one NAME, got %v", names)
+	case o.output != "text" && o.output != "json":
+		return nil, fmt.Errorf("snapctl doctor: -o must be text or json, not %q", o.output)
+	}
+	if len(names) == 1 {
+		o.name = names[0]
+	}
+	return o, nil
+}
+
+func printFindings(w io.Writer, output string, findings []doctor.Finding, leasesKnown bool) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if findings == nil {
+			findings = []doctor.Finding{}
+		}
+		return enc.Encode(map[string]any{"findings": findings, "leasesRead": leasesKnown})
+	}
+	for _, f := range findings {
+		if _, err := fmt.Fprintln(w, f); err != nil {
+			return fmt.Errorf("writing: %w", err)
+		}
+	}
+	if !leasesKnown {
+		fmt.Fprintln(w, "note: Leases could not be read, so nothing is said about CSI sides")
+	}
+	if len(findings) == 0 {
+		_, err := fmt.Fprintln(w, "nothing stuck")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d stuck objects\n", len(findings))
+	return err
+}
+
+// doctorClients connects to the cluster of kubeconfig.
+func doctorClients(kubeconfig string) (kubernetes.Interface, snapclient.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "snapctl-doctor"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: %w", err)
+	}
+	snap, err := snapclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: %w", err)
+	}
+	return kube, snap, nil
+}
+
+// secretsNamed says, for every Secret a content names, whether it exists;
+// one that may not be read stays unknown.
+func secretsNamed(ctx context.Context, kube kubernetes.Interface, in *doctor.Input) error {
+	in.Secrets = map[string]bool{}
+	for _, c := range in.Contents {
+		ns, name := c.Annotations[snapshot.AnnDeletionSecretNamespace], c.Annotations[snapshot.AnnDeletionSecretName]
+		if ns == "" || name == "" {
+			continue
+		}
+		if _, done := in.Secrets[ns+"/"+name]; done {
+			continue
+		}
+		_, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			in.Secrets[ns+"/"+name] = true
+		case apierrors.IsNotFound(err):
+			in.Secrets[ns+"/"+name] = false
+		case apierrors.IsForbidden(err):
+		default:
+			return fmt.Errorf("reading secret %s/%s: %w", ns, name, err)
+		}
+	}
+	return nil
+}
