@@ -43,6 +43,27 @@ func IsFinal(err error) bool {
 	return err != nil && !MayBeInProgress(err)
 }
 
+// RejectsRequest reports whether err is the driver refusing the request
+// itself (InvalidArgument, NotFound, FailedPrecondition, OutOfRange,
+// Unimplemented): the same request could not have cut a snapshot on an
+// earlier attempt either. Other final errors (Internal, Unknown, DataLoss,
+// PermissionDenied, Unauthenticated) say only that this call did nothing:
+// after an earlier attempt that may still be cutting (a lost reply, a
+// timeout), they prove nothing about that attempt, and dropping the
+// being-created mark on them would forget a snapshot that exists
+// (docs/contract.md, "Error classes"). It is false for nil and for errors
+// that may be in progress.
+func RejectsRequest(err error) bool {
+	if !IsFinal(err) {
+		return false
+	}
+	switch Code(err) {
+	case codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
+		return true
+	}
+	return false
+}
+
 // Code returns the gRPC code carried by err (wrapped or not): codes.OK for
 // nil and codes.Unknown for an error without a gRPC status.
 func Code(err error) codes.Code {

@@ -125,3 +125,20 @@ func TestGRPCTarget(t *testing.T) {
 		}
 	}
 }
+
+// Only a driver refusing the request proves that an earlier attempt of the
+// same request cut nothing either.
+func TestRejectsRequest(t *testing.T) {
+	for code, want := range map[codes.Code]bool{
+		codes.InvalidArgument: true, codes.NotFound: true, codes.FailedPrecondition: true, codes.OutOfRange: true, codes.Unimplemented: true,
+		codes.Internal: false, codes.Unknown: false, codes.DataLoss: false, codes.PermissionDenied: false, codes.Unauthenticated: false,
+		codes.AlreadyExists: false, codes.DeadlineExceeded: false, codes.Aborted: false, codes.Unavailable: false,
+	} {
+		if got := RejectsRequest(fmt.Errorf("wrapped: %w", status.Error(code, "x"))); got != want {
+			t.Errorf("RejectsRequest(%s) = %v, want %v", code, got, want)
+		}
+	}
+	if RejectsRequest(nil) || RejectsRequest(errors.New("no status")) {
+		t.Error("RejectsRequest of nil or of an error without status is true")
+	}
+}

@@ -35,13 +35,16 @@ func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSna
 		// the mark stays as it is.
 		return c.failed(ctx, content, ReasonCreationFailed, "Failed to prepare the CreateSnapshot call: "+err.Error())
 	}
+	// A mark already there is an earlier attempt whose outcome is not
+	// known (a lost reply, a timeout, a crash during the call).
+	earlier := snapshot.HasAnnotation(content, snapshot.AnnBeingCreated, snapshot.ValueYes)
 	if content, err = c.markCreating(ctx, content); err != nil {
 		return workloop.Result{}, err
 	}
 	logger.V(2).Info("Calling CreateSnapshot", "name", req.Name, "volumeHandle", req.SourceVolumeID)
 	snap, err := c.callCreate(ctx, req)
 	if err != nil {
-		return c.createFailed(ctx, content, err)
+		return c.createFailed(ctx, content, err, earlier)
 	}
 	if _, err := c.storeCreated(ctx, content, snap); err != nil {
 		return workloop.Result{}, err
@@ -57,8 +60,8 @@ func (c *Controller) syncCreating(ctx context.Context, content *snapv1.VolumeSna
 }
 
 // markCreating puts the being-created mark, and for a Delete content the
-// bound finalizer, on the API server in one write. Our binder creates its
-// contents with both, so this writes only for contents of other binders.
+// bound finalizer, on the API server in one write (nothing when both are
+// there already).
 // Without the finalizer a content deleted during the call could vanish
 // before its snapshot is deleted.
 func (c *Controller) markCreating(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
@@ -85,10 +88,13 @@ func (c *Controller) storeCreated(ctx context.Context, content *snapv1.VolumeSna
 
 // createFailed shows a failed CreateSnapshot in status.error. An error that
 // may mean "still cutting" keeps the mark; a final one clears it, since
-// nothing was cut. Either way the create is retried with backoff.
-func (c *Controller) createFailed(ctx context.Context, content *snapv1.VolumeSnapshotContent, callErr error) (workloop.Result, error) {
-	inProgress := csi.MayBeInProgress(callErr)
-	klog.FromContext(ctx).V(2).Info("CreateSnapshot failed", "err", callErr, "mayBeInProgress", inProgress)
+// this call cut nothing, unless an earlier attempt of unknown outcome
+// (earlier) may have cut: then only a driver that rejects the request
+// itself proves nothing was cut (csi.RejectsRequest). Either way the create
+// is retried with backoff.
+func (c *Controller) createFailed(ctx context.Context, content *snapv1.VolumeSnapshotContent, callErr error, earlier bool) (workloop.Result, error) {
+	inProgress := csi.MayBeInProgress(callErr) || (earlier && !csi.RejectsRequest(callErr))
+	klog.FromContext(ctx).V(2).Info("CreateSnapshot failed", "err", callErr, "mayBeInProgress", inProgress, "earlierAttempt", earlier)
 	content, err := c.setError(ctx, content, ReasonCreationFailed, "Failed to create snapshot: "+csi.DriverMessage(callErr))
 	if err != nil {
 		return workloop.Result{}, err

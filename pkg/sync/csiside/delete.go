@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -140,8 +139,12 @@ func (c *Controller) finishInFlight(ctx context.Context, content *snapv1.VolumeS
 	case err == nil:
 		content, err = c.storeCreated(ctx, content, snap)
 		return snap.ID, content, err
-	case csi.IsFinal(err) && csi.Code(err) != codes.AlreadyExists:
-		logger.V(2).Info("CreateSnapshot failed finally: nothing was cut", "err", err)
+	case csi.RejectsRequest(err):
+		// The driver refuses the request itself, so the attempt that set
+		// the mark cut nothing either. Any other final error (Internal,
+		// say) proves only that this call cut nothing: that attempt may
+		// have, so the deletion waits and asks again.
+		logger.V(2).Info("CreateSnapshot rejected finally: nothing was cut", "err", err)
 		return "", content, nil
 	default:
 		return "", content, c.deleteFailed(ctx, content,

@@ -78,6 +78,16 @@ func TestDelete(t *testing.T) {
 			wantFinalizers: bound,
 			wantStatus:     ptr.To(errorStatus(inFlightMsg)),
 		},
+		"a create in flight answered Internal keeps the content: the attempt that set the mark may have cut": {
+			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Internal, "backend error"))},
+			wantErr:        true,
+			wantWrites:     []string{"patch status"},
+			wantEvents:     []string{"Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: Internal: backend error"},
+			wantMark:       true,
+			wantFinalizers: bound,
+			wantStatus:     ptr.To(errorStatus("Failed to finish the CreateSnapshot that may be in flight: Internal: backend error")),
+		},
 		"AlreadyExists while finishing a create keeps the content: a snapshot of that name exists": {
 			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.AlreadyExists, "other parameters"))},
