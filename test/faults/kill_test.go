@@ -1,0 +1,159 @@
+package faults
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// TestControllerKills SIGKILLs the controller at random moments while a
+// workload creates and deletes snapshots, and starts it again each time.
+// CreateSnapshot and DeleteSnapshot are slowed down by the driver (every
+// call 300ms, a quarter of the snapshots 1.5s more) so that some kills land
+// while calls are in flight; other kills come right after the driver
+// answered a create or a delete, before the controller could record the
+// answer. Variants: binder and CSI side in one process; binder and CSI side
+// as two processes, either of which is killed.
+func TestControllerKills(t *testing.T) {
+	t.Run("one process", func(t *testing.T) { testKills(t, false) })
+	t.Run("binder and CSI side apart", func(t *testing.T) { testKills(t, true) })
+}
+
+func testKills(t *testing.T, split bool) {
+	rng := newRand(t)
+	sz := runSizes()
+	slow := []framework.FaultRule{
+		{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+		{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+		{Method: "CreateSnapshot", Match: "snapshot-[0-3]*", Latency: csitest.Duration(1500 * time.Millisecond)},
+		{Method: "DeleteSnapshot", Match: "snapshot-[0-3]*", Latency: csitest.Duration(1500 * time.Millisecond)},
+	}
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: slow})
+	w := newWorld(s)
+	common := []string{"--retry-interval-max=2s"}
+	roles := map[string][]string{}
+	if split {
+		roles["binder"] = append([]string{"--components=binder"}, common...)
+		roles["csi"] = append([]string{"--components=csi", "--csi-address=" + s.Drv.Socket}, common...)
+	} else {
+		roles["controller"] = append([]string{"--components=binder,csi", "--csi-address=" + s.Drv.Socket}, common...)
+	}
+	names := slices.Sorted(maps.Keys(roles))
+	procs := map[string]*framework.Component{}
+	for _, r := range names {
+		procs[r] = s.StartController(t, roles[r]...)
+		w.addController(procs[r])
+	}
+
+	keep := max(3, sz.KillN/10)
+	// Pace the workload over about 4 seconds per planned kill.
+	wl := &workload{Creates: sz.KillN + keep, Deletes: sz.KillN, Claims: 5}
+	wl.Pause = time.Duration(sz.Kills) * 4 * time.Second / time.Duration(wl.ops())
+	claims := wl.claims(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	loadDone := wl.start(ctx, w, child(rng), claims)
+
+	var kills, afterReply, midCall, cut int
+	byRole := map[string]int{}
+	var loadErr error
+	loading := true
+	for loading || kills < sz.Kills {
+		select {
+		case loadErr = <-loadDone:
+			loading = false
+			if loadErr != nil {
+				t.Fatalf("workload: %v", loadErr)
+			}
+			t.Logf("workload issued %d creates and %d deletes in %v", wl.Creates, wl.Deletes, time.Since(start).Round(time.Millisecond))
+			continue
+		default:
+		}
+		role := names[rng.IntN(len(names))]
+		since := s.Drv.CallLog(t, 0).Last
+		mode := "mid-call"
+		if rng.IntN(2) == 0 && waitReply(s.Drv, since, 5*time.Second) {
+			mode = "after-reply"
+			afterReply++
+		} else {
+			// A random moment while the workload's slow calls run.
+			time.Sleep(200*time.Millisecond + time.Duration(rng.Int64N(int64(1300*time.Millisecond))))
+			midCall++
+		}
+		before := s.Drv.CallLog(t, 0).Last
+		kill(t, procs[role])
+		kills++
+		byRole[role]++
+		procs[role] = s.StartController(t, roles[role]...)
+		w.addController(procs[role])
+		n := canceledSince(t, s.Drv, before)
+		cut += n
+		t.Logf("kill %d (%s, %s) at %d/%d operations: %d driver calls broke off", kills, role, mode, wl.done.Load(), wl.ops(), n)
+		// Let the new process work a little before the next kill.
+		time.Sleep(time.Duration(rng.Int64N(int64(2 * time.Second))))
+	}
+	t.Logf("%d kills in %v (%d right after a reply, %d at random moments; by process %v); %d driver calls broke off with the killed process",
+		kills, time.Since(start).Round(time.Millisecond), afterReply, midCall, byRole, cut)
+	if cut == 0 {
+		t.Errorf("no kill landed while a CreateSnapshot or DeleteSnapshot was in flight")
+	}
+	timeout := 2 * time.Minute
+	if sz.full {
+		timeout = 5 * time.Minute
+	}
+	w.checkInvariants(t, timeout)
+	calls := s.Drv.Calls(t)
+	t.Logf("driver calls: CreateSnapshot %v, DeleteSnapshot %v, ListSnapshots %v; total run %v",
+		calls["/csi.v1.Controller/CreateSnapshot"], calls["/csi.v1.Controller/DeleteSnapshot"], calls["/csi.v1.Controller/ListSnapshots"],
+		time.Since(start).Round(time.Millisecond))
+}
+
+// kill SIGKILLs a controller process and waits until it is gone.
+func kill(t *testing.T, c *framework.Component) {
+	t.Helper()
+	c.Proc.Signal(syscall.SIGKILL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Proc.Wait(ctx); err == context.DeadlineExceeded {
+		t.Fatalf("%s survived SIGKILL", c.Name)
+	}
+}
+
+// waitReply polls the driver's call log after seq since until it shows a
+// successful CreateSnapshot or DeleteSnapshot, for at most timeout.
+func waitReply(drv *framework.CSIDriver, since int64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		l, err := drv.GetCallLog(context.Background(), since)
+		if err == nil {
+			for _, e := range l.Entries {
+				if e.Code == "OK" && (e.Method == "CreateSnapshot" || e.Method == "DeleteSnapshot") {
+					return true
+				}
+			}
+			since = l.Last
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// canceledSince counts the CreateSnapshot and DeleteSnapshot calls after
+// seq since that ended because their caller went away.
+func canceledSince(t *testing.T, drv *framework.CSIDriver, since int64) int {
+	t.Helper()
+	n := 0
+	for _, e := range drv.CallLog(t, since).Entries {
+		if (e.Code == "Canceled" || e.Code == "Unavailable") && (e.Method == "CreateSnapshot" || e.Method == "DeleteSnapshot") {
+			n++
+		}
+	}
+	return n
+}
