@@ -34,6 +34,8 @@ func (c *Controller) groupCreating(ctx context.Context, content *groupv1.VolumeG
 	if err != nil {
 		return c.groupFailed(ctx, content, snapshot.ReasonGroupCreationFailed, "Failed to prepare the CreateVolumeGroupSnapshot call: "+err.Error())
 	}
+	// A mark already there is an earlier attempt of unknown outcome.
+	earlier := snapshot.HasAnnotation(content, snapshot.AnnGroupBeingCreated, snapshot.ValueYes)
 	p := &writer.Patch{}
 	p.Meta.SetAnnotation(content, snapshot.AnnGroupBeingCreated, snapshot.ValueYes)
 	if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
@@ -45,7 +47,7 @@ func (c *Controller) groupCreating(ctx context.Context, content *groupv1.VolumeG
 	klog.FromContext(ctx).V(2).Info("Calling CreateVolumeGroupSnapshot", "name", req.Name, "volumes", req.SourceVolumeIDs)
 	group, err := c.groups.driver.CreateGroupSnapshot(ctx, req)
 	if err != nil {
-		return c.groupCreateFailed(ctx, content, err)
+		return c.groupCreateFailed(ctx, content, err, earlier)
 	}
 	return c.storeGroup(ctx, content, group)
 }
@@ -149,10 +151,12 @@ func groupStatusFrom(content *groupv1.VolumeGroupSnapshotContent, group *csi.Gro
 }
 
 // groupCreateFailed shows a failed CreateVolumeGroupSnapshot; a final error
-// clears the being-created mark (nothing was cut), any other keeps it.
-func (c *Controller) groupCreateFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, callErr error) (workloop.Result, error) {
+// clears the being-created mark (this call cut nothing) unless an earlier
+// attempt of unknown outcome may have cut and the driver did not reject the
+// request itself (as createFailed for single snapshots); any other keeps it.
+func (c *Controller) groupCreateFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, callErr error, earlier bool) (workloop.Result, error) {
 	res, err := c.groupFailed(ctx, content, snapshot.ReasonGroupCreationFailed, "Failed to create group snapshot: "+csi.DriverMessage(callErr))
-	if err != nil || csi.MayBeInProgress(callErr) {
+	if err != nil || csi.MayBeInProgress(callErr) || (earlier && !csi.RejectsRequest(callErr)) {
 		return res, err
 	}
 	live, gerr := c.cfg.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{})

@@ -85,3 +85,29 @@ func (w *world) waitBackendGroups(t *testing.T, n int) {
 		return len(b) == n, fmt.Errorf("%d groups (%v)", len(b), err)
 	})
 }
+
+// TestGroupLostReplyThenFinalError: the driver cuts the group but the reply
+// is lost, and every retry then fails with Internal before reaching the
+// backend. The group content keeps its being-created mark (the lost call
+// cut a group); a deletion waits for the group id rather than leak the
+// group, and once the driver answers, everything goes.
+func TestGroupLostReplyThenFinalError(t *testing.T) {
+	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes, Faults: []framework.FaultRule{
+		{Method: createGroup, Times: 1, Code: "Aborted", AfterCall: true, Message: "reply lost"},
+		{Method: createGroup, Code: "Internal", Message: "backend error"},
+	}})
+	dbClaims(t, w)
+	w.group(t, "db", dbSelector)
+	w.waitBackendGroups(t, 1)
+	framework.Eventually(t, 30*time.Second, "a CreateVolumeGroupSnapshot answered Internal", func() (bool, error) {
+		return w.Drv.Calls(t).Count(createGroup, "Internal") > 0, nil
+	})
+	w.deleteGroup(t, "db")
+	time.Sleep(3 * time.Second)
+	if b := w.Drv.Groups(t); len(b) != 1 {
+		t.Fatalf("backend groups %s while the driver fails, want the one the lost call cut", framework.JSON(b))
+	}
+	w.Drv.SetFaults(t, framework.Faults{})
+	w.waitGroupGone(t, "db")
+	w.nothingLeft(t)
+}
