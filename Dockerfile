@@ -9,7 +9,11 @@
 # runs both Deployments as UID/GID 65532 (runAsNonRoot) through their
 # securityContext; see docs/controller.md, "Image user and the driver socket".
 #
-#   docker build --build-arg VERSION=$(git describe --tags --always) -t snapkeeper .
+#   docker build --build-arg VERSION=$(make -s version) -t snapkeeper .
+#
+# Releases do not use this file: `make image` assembles the same layout
+# (both binaries, root by default, entrypoint snapkeeper-controller) on an
+# empty base without a container daemon, reproducibly (docs/releases.md).
 #
 # A CSI driver chart may swap its csi-snapshotter sidecar image for this one
 # and keep its arguments: with --csi-address, another csi-snapshotter-only

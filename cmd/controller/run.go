@@ -86,7 +86,7 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface, component strin
 // them fails.
 func run(ctx context.Context, o *Options) error {
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting snapkeeper controller", "version", version.Version, "components", o.Components, "because", o.ComponentsReason)
+	logger.Info("Starting snapkeeper controller", "version", version.Version, "revision", version.GetRevision(), "components", o.Components, "because", o.ComponentsReason)
 	if o.Automaxprocs {
 		// The Go runtime sets GOMAXPROCS from the cgroup CPU limit (and
 		// follows changes of it), which is what the community flag does.
@@ -97,7 +97,7 @@ func run(ctx context.Context, o *Options) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.NewCollector())
 	registerClientMetrics(reg)
 	h := &health{}
 	if o.HTTPEndpoint != "" {

@@ -23,7 +23,7 @@ import (
 // run wires the webhook together and serves until ctx ends.
 func run(ctx context.Context, o *Options) error {
 	log := klog.FromContext(ctx)
-	log.Info("Starting snapkeeper-webhook", "version", version.Version, "address", o.Address(),
+	log.Info("Starting snapkeeper-webhook", "version", version.Version, "revision", version.GetRevision(), "address", o.Address(),
 		"strictPopulators", o.StrictPopulators, "allowCrossNamespaceDataSource", o.AllowCrossNamespaceDataSource)
 
 	cfg, err := restConfig(o)
@@ -52,6 +52,7 @@ func run(ctx context.Context, o *Options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(version.NewCollector())
 	metrics := admission.NewMetrics(reg)
 
 	if o.SelfCert.Enabled {

@@ -1,0 +1,43 @@
+// Command snapkeeper-release is the release tooling behind `make image`,
+// `make sbom`, `make licenses` and `make chart` (docs/releases.md): it
+// assembles the OCI image layout from the release binaries without a
+// container daemon, writes the image SBOMs from the binaries' SBOMs,
+// renders docs/licenses.md, and makes the packaged chart reproducible.
+// Every output depends only on its inputs and on the commit time passed
+// in, so a second run from the same commit gives the same bytes.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: snapkeeper-release image -bin DIR -out DIR -version V -revision SHA -epoch SECONDS [flags]
+       snapkeeper-release image-sbom -layout DIR -sbom DIR -out DIR -version V
+       snapkeeper-release licenses -out FILE SBOM...
+       snapkeeper-release normalize-tgz -epoch SECONDS FILE`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "image":
+		err = runImage(os.Args[2:])
+	case "image-sbom":
+		err = runImageSBOM(os.Args[2:])
+	case "licenses":
+		err = runLicenses(os.Args[2:])
+	case "normalize-tgz":
+		err = runNormalizeTgz(os.Args[2:])
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "snapkeeper-release:", err)
+		os.Exit(1)
+	}
+}

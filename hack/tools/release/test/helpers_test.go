@@ -1,0 +1,121 @@
+// Package releasetest checks what `make image` and `make chart` produce by
+// shipping it: the image index and the chart are pushed to an in-process
+// registry on loopback and pulled back, and the image's binary is run.
+package releasetest
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// repoRoot is the product repository: SNAPKEEPER_ROOT (set by
+// `make test-release`), else four directories up.
+func repoRoot(t *testing.T) string {
+	if r := os.Getenv("SNAPKEEPER_ROOT"); r != "" {
+		return r
+	}
+	r, err := filepath.Abs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// run runs a command in dir and returns its trimmed stdout.
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// release is what the test expects of this commit.
+type release struct {
+	root, version, revision, imageTag, chartVersion string
+	created                                         time.Time
+}
+
+func expected(t *testing.T) release {
+	root := repoRoot(t)
+	r := release{root: root}
+	r.version = run(t, root, nil, "make", "-s", "--no-print-directory", "version")
+	r.revision = run(t, root, nil, "git", "rev-parse", "HEAD")
+	epoch, err := strconv.ParseInt(run(t, root, nil, "git", "log", "-1", "--format=%ct"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.created = time.Unix(epoch, 0).UTC()
+	r.imageTag = strings.ReplaceAll(r.version, "+", "_")
+	r.chartVersion = strings.TrimPrefix(r.version, "v")
+	return r
+}
+
+// imageIndex opens the layout `make image` wrote, first running it when the
+// layout is missing or of another commit or version (builds of a commit
+// are cached by the layout itself).
+func imageIndex(t *testing.T, r release) (v1.ImageIndex, string) {
+	dir := filepath.Join(r.root, "bin", "release", "oci", "snapkeeper")
+	if idx, err := openIndex(dir); err == nil {
+		if im, err := idx.IndexManifest(); err == nil &&
+			im.Annotations["org.opencontainers.image.version"] == r.version &&
+			im.Annotations["org.opencontainers.image.revision"] == r.revision {
+			t.Logf("reusing %s (%s)", dir, r.version)
+			return idx, dir
+		}
+	}
+	start := time.Now()
+	run(t, r.root, nil, "make", "--no-print-directory", "image")
+	t.Logf("make image: %s", time.Since(start).Round(time.Second))
+	idx, err := openIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, dir
+}
+
+// openIndex is the one image index index.json of the layout points at.
+func openIndex(dir string) (v1.ImageIndex, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	tm, err := top.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(tm.Manifests) != 1 {
+		return nil, os.ErrNotExist
+	}
+	return top.ImageIndex(tm.Manifests[0].Digest)
+}
+
+// startRegistry serves an in-memory registry on loopback; it returns the
+// host:port.
+func startRegistry(t *testing.T) string {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// runNormalizeTgz rewrites a gzip tarball (the packaged chart) in place
+// with every file time set to -epoch and no time in the gzip header, so
+// packaging the same commit twice gives the same bytes; the entries, their
+// order and their content are kept.
+func runNormalizeTgz(args []string) error {
+	fs := flag.NewFlagSet("normalize-tgz", flag.ContinueOnError)
+	epoch := fs.Int64("epoch", -1, "Commit time in Unix seconds (SOURCE_DATE_EPOCH).")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *epoch < 0 || fs.NArg() != 1 {
+		return fmt.Errorf("normalize-tgz: want -epoch SECONDS FILE")
+	}
+	path := fs.Arg(0)
+	in, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := normalizeTgz(in, time.Unix(*epoch, 0).UTC())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+func normalizeTgz(in []byte, mtime time.Time) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(in))
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(zr)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		h.ModTime, h.AccessTime, h.ChangeTime = mtime, time.Time{}, time.Time{}
+		h.Uname, h.Gname, h.Format = "", "", tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
