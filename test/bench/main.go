@@ -6,9 +6,14 @@
 //	make tools bin/snapshot-controller bin/csi-snapshotter
 //	go run ./test/bench -n 500 -out docs/benchmarks.md
 //
-// Each system gets a fresh etcd + kube-apiserver: its raw write ceiling
-// (ConfigMap create+patch), then N snapshots of N bound PVCs created at
-// once, waited for, deleted and waited for again. A steady-state run
+// Each run of a system gets a fresh etcd + kube-apiserver, production-like
+// (etcd syncs its writes, default APF and inflight limits; every controller
+// and the webhook as its own ServiceAccount under the RBAC it ships with,
+// test/bench/identities.go): its raw write ceiling (ConfigMap
+// create+patch), then N snapshots of N bound PVCs created at once, waited
+// for, deleted and waited for again, -repeats times per system,
+// interleaved. The report records the commit and refuses a dirty tree
+// without -allow-dirty; its analysis is generated. A steady-state run
 // restarts each system over M ready snapshots, a group scenario creates and
 // deletes G volume group snapshots of K claims each (test/bench/groups.go),
 // and the admission webhook's
@@ -52,13 +57,29 @@ type options struct {
 	out               string
 	keep              bool
 	oursArgs          string
+	repeats           int
+	unsafeNoFsync     bool
+	allowDirty        bool
+	adminControllers  bool
+	csiLatency        bool
+	csiReadyAfter     string
 }
+
+// planeOptions is the control plane every run starts: production-like
+// unless -unsafe-no-fsync.
+var planeOptions = framework.ControlPlaneOptions{Fsync: true, InflightDefaults: true}
 
 func main() {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.IntVar(&o.n, "n", 500, "Snapshots (and bound PVCs) in the create/delete scenario.")
-	fs.StringVar(&o.systems, "systems", "ours,community-tuned,community-default", "Systems for the scenario, comma-separated: ours, community-tuned, community-default.")
+	fs.StringVar(&o.systems, "systems", "ours,community-tuned,community-equal,community-default", "Systems for the scenario, comma-separated: ours, community-tuned, community-equal (our client limits and workers), community-default.")
+	fs.IntVar(&o.repeats, "repeats", 3, "Runs of the scenario per system, interleaved (ours, community-tuned, ..., ours, ...); the report gives median, min and max.")
+	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "Start etcd with --unsafe-no-fsync (faster, not what a cluster does; the report says so).")
+	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "Run on a tree with uncommitted or untracked files (the report says so prominently).")
+	fs.BoolVar(&o.adminControllers, "admin-controllers", false, "Run the controllers and the webhook as admin (system:masters, exempt from API Priority and Fairness) instead of their ServiceAccounts.")
+	fs.BoolVar(&o.csiLatency, "csi-latency", false, "Give the mock driver latency (CreateSnapshot 200 ms, ListSnapshots 50 ms) in the scenario.")
+	fs.StringVar(&o.csiReadyAfter, "csi-ready-after", "", "With a duration range such as 5s-30s, the mock driver answers readyToUse=false for a snapshot until that long (spread per snapshot) after its first answer.")
 	fs.BoolVar(&o.skipCommunity, "skip-community", false, "Run only snapkeeper (scenario and steady state).")
 	fs.IntVar(&o.communityDefaultN, "community-default-n", 0, "Snapshots for the community pair at default flags (0: same as -n). A smaller value is reported as measured and extrapolated linearly to -n: at QPS 5 its time is client-side waiting that grows with N.")
 	fs.IntVar(&o.createConc, "create-concurrency", 100, "Goroutines creating (and deleting) the snapshots.")
@@ -103,33 +124,53 @@ func run(ctx context.Context, o options, args string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	rep := &report{opts: o, args: args, started: time.Now(), machine: describeMachine()}
+	tree, err := describeTree()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if tree.dirty != "" && !o.allowDirty {
+		fmt.Fprintf(os.Stderr, "bench: the tree at %s is not clean (%s): commit first, or pass -allow-dirty (the report then says so)\n", tree.commit, tree.dirty)
+		return 2
+	}
+	if lo, hi, _ := strings.Cut(o.csiReadyAfter, "-"); o.csiReadyAfter != "" {
+		for _, d := range []string{lo, hi} {
+			if _, err := time.ParseDuration(d); err != nil && d != "" {
+				fmt.Fprintf(os.Stderr, "bench: -csi-ready-after %q: want min-max durations such as 5s-30s\n", o.csiReadyAfter)
+				return 2
+			}
+		}
+	}
+	planeOptions.Fsync = !o.unsafeNoFsync
+	controllersAsAdmin = o.adminControllers
+	rep := &report{opts: o, args: args, started: time.Now(), machine: describeMachine(), tree: tree, loadStart: loadAvg()}
 	flush := func() {
 		if o.out == "" {
 			return
-		}
-		// Re-read on every write, so notes edited during a long run survive.
-		if a := keptAnalysis(o.out); a != "" {
-			rep.analysis = a
 		}
 		if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
 			logf("write %s: %v", o.out, err)
 		}
 	}
 
-	for _, sys := range systems {
-		so := scenarioOptions{n: o.n, createConc: o.createConc, ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep}
-		if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
-			so.n = o.communityDefaultN
-		}
-		r := runScenario(ctx, sys, so)
-		if r.Err != nil {
-			logf("[%s] FAILED: %v", sys.ID, r.Err)
-		}
-		rep.scenarios = append(rep.scenarios, r)
-		flush()
-		if ctx.Err() != nil {
-			break
+scenarios:
+	for i := 0; i < max(o.repeats, 1); i++ {
+		for _, sys := range systems {
+			so := scenarioOptions{n: o.n, createConc: o.createConc, ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep, csiLatency: o.csiLatency, csiReadyAfter: o.csiReadyAfter}
+			if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
+				so.n = o.communityDefaultN
+			}
+			logf("[%s] run %d of %d", sys.ID, i+1, max(o.repeats, 1))
+			r := runScenario(ctx, sys, so)
+			r.Run = i + 1
+			if r.Err != nil {
+				logf("[%s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.scenarios = append(rep.scenarios, r)
+			flush()
+			if ctx.Err() != nil {
+				break scenarios
+			}
 		}
 	}
 	if o.steadyM > 0 && ctx.Err() == nil {
@@ -174,6 +215,7 @@ func run(ctx context.Context, o options, args string) int {
 		}
 	}
 	rep.finished = time.Now()
+	rep.loadEnd = loadAvg()
 	flush()
 	fmt.Println(rep.markdown())
 	if failed := rep.failures(); len(failed) > 0 || ctx.Err() != nil {
@@ -205,7 +247,7 @@ func pick(list string, skipCommunity bool, oursArgs []string) ([]*system, error)
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-default)", id)
+			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-equal, community-default)", id)
 		}
 	}
 	return out, nil

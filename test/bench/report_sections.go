@@ -80,12 +80,7 @@ func (r *report) targetsSection(b *strings.Builder) {
 
 func (r *report) detailSections(b *strings.Builder) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	var ok []*scenarioResult
-	for _, s := range r.scenarios {
-		if s.Err == nil {
-			ok = append(ok, s)
-		}
-	}
+	ok := r.medianRuns()
 	if len(ok) == 0 {
 		return
 	}
@@ -284,63 +279,3 @@ func (r *report) admissionSection(b *strings.Builder) {
 	}
 	p("")
 }
-
-const costModel = `## Cost model: which writes a snapshot needs, and why
-
-snapkeeper, dynamic snapshot with Delete policy, create (7 writes; the user's create is not counted):
-
-| # | write | why it cannot go |
-|---|---|---|
-| 1 | patch VolumeSnapshot: add ` + "`volumesnapshot-as-source-protection`" + ` and ` + "`volumesnapshot-bound-protection`" + `, and the resolved default class in ` + "`spec.volumeSnapshotClassName`" + ` | the snapshot must not vanish while a content (and a backend snapshot) exists for it; the class must be recorded before the content is made so a later default change cannot alter it |
-| 2 | update PVC: add ` + "`pvc-as-source-protection`" + ` (sent together with 1: neither depends on the other) | the volume must not be deleted while a cut may be in flight |
-| 3 | create VolumeSnapshotContent ` + "`snapcontent-<uid>`" + `, born with ` + "`volumesnapshotcontent-bound-protection`" + ` and the ` + "`volumesnapshot-being-created`" + ` mark | the record that a backend snapshot may exist, written before CreateSnapshot is sent; being born marked saves the community's separate "mark" write |
-| 4 | patch content status (handle, creationTime, restoreSize, readyToUse) | the backend's answer, the only durable record of the handle |
-| 5 | patch content: remove the being-created mark | the cut is no longer in flight; a restarted CSI side must not treat it as unknown |
-| 6 | patch VolumeSnapshot status once ready (bound content name, handle, time, size, ready) | what users and backup tools read; written once, when the content is ready |
-| 7 | update PVC: remove ` + "`pvc-as-source-protection`" + ` | the cut is done: the PVC may be deleted again |
-
-Plus one Normal event on the VolumeSnapshot when it becomes ready.
-
-Deletion (the user's delete is not counted): patch the content with the ` + "`volumesnapshot-being-deleted`" + ` mark
-(the CSI side may only delete once the API server holds it), delete the content, remove the content's
-finalizer after DeleteSnapshot succeeded (the API server then removes the content), and release the
-VolumeSnapshot (remove its finalizers) once the content is gone.
-
-The community pair measured above does the same job with the writes listed in the per-resource tables:
-separate writes for each finalizer, an update of the content to add the being-created annotation and
-another to remove it, status updates of the snapshot before and after it is ready, and three events
-(CreatingSnapshot, SnapshotCreated, SnapshotReady).
-
-`
-
-const method = `## How it is measured
-
-- **API writes** are deltas of kube-apiserver's ` + "`apiserver_request_total`" + ` (verbs POST, PUT, PATCH, APPLY,
-  DELETE, DELETECOLLECTION; every response code, so conflicts and retries cost what they cost), scraped
-  from its ` + "`/metrics`" + ` with the admin token. The same counter serves every system, ours and the community's.
-  A window opens when no write has happened for the quiet period (` + "`-quiet`" + `, so start-up writes stay
-  out) and closes when writes have stopped again after the goal was reached (so trailing writes, like
-  the PVC finalizer removal after the snapshot is ready, are in). The benchmark's own writes in a window
-  (the N creates or deletes) go through a transport that counts every request, retries included, and are
-  subtracted exactly. Leases are ignored: the API server renews its own identity Lease on a timer, and no
-  system here runs leader election. Events are writes to ` + "`events`" + ` (core and events.k8s.io); "events per
-  snapshot" counts emitted events: creates (POST) plus the patches by which client-go's event correlator
-  folds a repeat of the same event into the existing object (its ` + "`count`" + `); the event table lists them by
-  object kind and reason from the event objects' counts.
-- **Times** run from the first create (or delete) request to the moment the benchmark's informer sees the
-  last snapshot ready (or the last snapshot and content gone, and the driver's ` + "`/snapshots`" + ` is empty).
-- **CSI calls** are the mock driver's own counters by method and code.
-- **CPU** is utime + stime from ` + "`/proc/<pid>/stat`" + ` of the controller process(es) over the window (until writes
-  stopped); **peak RSS** is ` + "`VmHWM`" + ` from ` + "`/proc/<pid>/status`" + `, summed over the two community processes.
-- **Raw write ceiling**: on each system's fresh control plane, before anything else, ` + "`-ceiling-ops`" + ` ConfigMaps
-  are created and then merge-patched from ` + "`-ceiling-concurrency`" + ` goroutines with no client-side limit;
-  writes/s is the physical limit of this API server on this machine. The same is then done with
-  VolumeSnapshots in a namespace of their own (deleted again before any controller starts), the price of
-  a write to a snapshot CRD.
-- The community pair is external-snapshotter v8.6.0 (snapshot-controller and csi-snapshotter), built from
-  its Go module in ` + "`hack/tools/peers`" + ` with every k8s.io module at v0.37.2, started with ` + "`--kubeconfig`" + `,
-  ` + "`--http-endpoint`" + `, ` + "`--leader-election=false`" + ` (and ` + "`--csi-address`" + ` for the sidecar).
-- With ` + "`-community-default-n`" + ` smaller than N, the default-flag community run is measured at that size and
-  its times are extrapolated linearly to N (its time is client-side waiting at QPS 5, proportional to the
-  number of writes); per-snapshot figures are measured, not extrapolated.
-`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -25,11 +26,13 @@ type phase struct {
 	Stages   map[string]stageTimes
 	BenchCPU time.Duration // this process (its requests and informers)
 	Load     string        // /proc/loadavg when the phase started
+	Pressure pressure      // 429s, APF rejections, client-side throttling
 }
 
 // scenarioResult is the create/delete scenario of one system.
 type scenarioResult struct {
 	System       *system
+	Run          int // 1..repeats
 	N            int
 	Ceiling      ceilings // writes/s on this control plane
 	Create       phase
@@ -46,6 +49,8 @@ type scenarioOptions struct {
 	ceilingOps, ceilingConc int
 	quiet                   time.Duration
 	keep                    bool
+	csiLatency              bool
+	csiReadyAfter           string // "5s-30s": the driver answers not ready for a while
 }
 
 // runScenario starts a fresh control plane, measures its write ceiling, runs
@@ -58,7 +63,7 @@ func runScenario(ctx context.Context, sys *system, o scenarioOptions) *scenarioR
 
 func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenarioResult) (err error) {
 	logf("[%s] starting a control plane", sys.ID)
-	env, err := framework.Start(ctx)
+	env, err := framework.StartWith(ctx, planeOptions)
 	if err != nil {
 		return fmt.Errorf("control plane: %w", err)
 	}
@@ -82,7 +87,7 @@ func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenario
 	if err != nil {
 		return err
 	}
-	drv, err := framework.StartCSIDriver(dir, framework.CSIDriverOptions{})
+	drv, err := framework.StartCSIDriver(dir, driverOptions(o.csiLatency, o.csiReadyAfter))
 	if err != nil {
 		return err
 	}
@@ -92,6 +97,7 @@ func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenario
 		return fmt.Errorf("start %s: %w", sys.ID, err)
 	}
 	defer run.Stop()
+	defer withRefusals(run, &err)
 	w, err := startWatcher(ctx, env)
 	if err != nil {
 		return err
@@ -182,6 +188,7 @@ func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenario
 	if res.OurMetrics, err = ourMetrics(ctx, run); err != nil {
 		return err
 	}
+	res.Notes = append(res.Notes, refusals(run)...)
 	return run.exited()
 }
 
@@ -199,6 +206,7 @@ type mark struct {
 	cpu      time.Duration
 	planeCPU time.Duration
 	benchCPU time.Duration
+	press    pressure
 }
 
 // takeMark waits until nobody writes (so that start-up writes stay outside
@@ -215,6 +223,10 @@ func takeMark(ctx context.Context, api *apiServer, cl *clients, drv *framework.C
 func (m *mark) record(ctx context.Context) error {
 	m.own = m.cl.own.Snapshot()
 	var err error
+	if m.press, err = m.api.apiPressure(ctx); err != nil {
+		return err
+	}
+	throttling(ctx, m.run, &m.press)
 	if m.calls, err = csiCalls(ctx, m.drv); err != nil {
 		return err
 	}
@@ -254,7 +266,29 @@ func (m *mark) close(ctx context.Context, p *phase, timeout time.Duration) (*mar
 	p.CPU = next.cpu - m.cpu
 	p.PlaneCPU = next.planeCPU - m.planeCPU
 	p.BenchCPU = next.benchCPU - m.benchCPU
+	p.Pressure = next.press.sub(m.press)
 	return next, nil
+}
+
+// driverOptions gives the mock driver latency with -csi-latency, and with
+// -csi-ready-after "min-max" snapshots that become ready only after a time
+// between min and max (the mock's --ready-after, --ready-after-max).
+func driverOptions(latency bool, readyAfter string) framework.CSIDriverOptions {
+	var o framework.CSIDriverOptions
+	if latency {
+		o.Faults = &framework.Faults{Rules: []framework.FaultRule{
+			{Method: "CreateSnapshot", Latency: csitest.Duration(200 * time.Millisecond)},
+			{Method: "ListSnapshots", Latency: csitest.Duration(50 * time.Millisecond)},
+		}}
+	}
+	if readyAfter != "" {
+		lo, hi, _ := strings.Cut(readyAfter, "-")
+		o.Args = append(o.Args, "--ready-after="+lo)
+		if hi != "" {
+			o.Args = append(o.Args, "--ready-after-max="+hi)
+		}
+	}
+	return o
 }
 
 func subEvents(a, b map[string]int) map[string]int {

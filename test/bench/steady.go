@@ -39,7 +39,7 @@ func runSteady(ctx context.Context, sys *system, o steadyOptions) *steadyResult 
 
 func steady(ctx context.Context, sys *system, o steadyOptions, res *steadyResult) (err error) {
 	logf("[steady %s] starting a control plane; binding %d PVCs", sys.ID, o.m)
-	env, err := framework.Start(ctx)
+	env, err := framework.StartWith(ctx, planeOptions)
 	if err != nil {
 		return fmt.Errorf("control plane: %w", err)
 	}

@@ -29,7 +29,7 @@ type system struct {
 type running struct {
 	procs []*framework.Process
 	addrs []string // HTTP endpoints (metrics), same order as procs
-	ours  *framework.Component
+	ours  []*framework.Component
 }
 
 func (r *running) pids() []int {
@@ -61,9 +61,19 @@ const (
 	sysOurs             = "ours"
 	sysCommunityDefault = "community-default"
 	sysCommunityTuned   = "community-tuned"
+	sysCommunityEqual   = "community-equal"
 )
 
 var communityTunedFlags = []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}
+
+// communityEqualFlags are our built defaults as the community's flags.
+func communityEqualFlags() []string {
+	d := ourDefaultValues()
+	if len(d) < 3 {
+		return nil
+	}
+	return []string{"--kube-api-qps=" + d["kube-api-qps"], "--kube-api-burst=" + d["kube-api-burst"], "--worker-threads=" + d["worker-threads"]}
+}
 
 // allSystems lists the systems; oursArgs are extra flags for ours (for
 // experiments: the label then says so).
@@ -75,7 +85,8 @@ func allSystems(oursArgs []string) []*system {
 	ours.start = func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
 		r, err := startOurs(env, dir, sock, append(append([]string(nil), oursArgs...), extra...))
 		if err == nil && ours.Flags == "" {
-			ours.Flags = "`--components=binder,csi --csi-address=<sock>" + strings.Join(append([]string{""}, oursArgs...), " ") + "` (" + ourDefaults() + ")"
+			extra := strings.Join(append([]string{""}, oursArgs...), " ")
+			ours.Flags = "two processes, `--components=binder" + extra + "` and `--components=csi --csi-address=<sock>" + extra + "` (" + ourDefaults() + ")"
 			if len(oursArgs) > 0 {
 				ours.Flags += " **with extra flags: not the defaults**"
 			}
@@ -87,6 +98,18 @@ func allSystems(oursArgs []string) []*system {
 	}
 	return []*system{
 		ours,
+		{
+			ID: sysCommunityEqual, Label: "community v8.6.0, our client limits and workers",
+			Flags: "both binaries: `" + strings.Join(communityEqualFlags(), " ") + "` (snapkeeper's defaults as built)",
+			start: func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
+				f := communityEqualFlags()
+				if f == nil {
+					return nil, fmt.Errorf("snapkeeper's defaults could not be read from its -h")
+				}
+				return startCommunity(env, dir, sock, append(f, extra...))
+			},
+			perSnapshotBudget: 500 * time.Millisecond,
+		},
 		{
 			ID: sysCommunityTuned, Label: "community v8.6.0, QPS 100/burst 200/100 workers",
 			Flags: "both binaries: `--kube-api-qps=100 --kube-api-burst=200 --worker-threads=100`",
@@ -106,14 +129,38 @@ func allSystems(oursArgs []string) []*system {
 	}
 }
 
+// startOurs starts the binder and the CSI side as two processes, as the
+// chart deploys them (the binder in its Deployment, the CSI side in the
+// driver's pods), each as its own ServiceAccount.
 func startOurs(env *framework.Env, dir, socket string, extra []string) (*running, error) {
-	c, err := env.StartComponent(dir, "snapkeeper-controller", "./cmd/controller",
-		append([]string{"--components=binder,csi", "--csi-address=" + socket}, extra...)...)
-	if err != nil {
-		return nil, err
+	r := &running{}
+	for _, side := range []struct{ role, name, components string }{
+		{roleBinder, "snapkeeper-binder", "--components=binder"},
+		{roleCSISide, "snapkeeper-csi-side", "--components=csi"},
+	} {
+		kc, err := kubeconfigFor(env, side.role)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		// The last --kubeconfig wins over the admin one StartComponent sets.
+		// A pod reads its namespace (for its Leases) from the mounted token.
+		args := []string{"--kubeconfig=" + kc, side.components}
+		if !controllersAsAdmin {
+			args = append(args, "--leader-election-namespace="+accountNamespace(side.role))
+		}
+		if side.role == roleCSISide {
+			args = append(args, "--csi-address="+socket)
+		}
+		c, err := env.StartComponent(dir, side.name, "./cmd/controller", append(args, extra...)...)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		ownBuilt = "./cmd/controller"
+		r.procs, r.addrs, r.ours = append(r.procs, c.Proc), append(r.addrs, c.HTTPAddr), append(r.ours, c)
 	}
-	ownBuilt = "./cmd/controller"
-	return &running{procs: []*framework.Process{c.Proc}, addrs: []string{c.HTTPAddr}, ours: c}, nil
+	return r, nil
 }
 
 // startCommunity starts snapshot-controller and csi-snapshotter, built by
@@ -131,7 +178,12 @@ func startCommunity(env *framework.Env, dir, socket string, extra []string) (*ru
 			r.Stop()
 			return nil, err
 		}
-		args := []string{"--kubeconfig=" + env.Kubeconfig, "--http-endpoint=" + addr, "--leader-election=false"}
+		kc, err := kubeconfigFor(env, name)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		args := []string{"--kubeconfig=" + kc, "--http-endpoint=" + addr, "--leader-election=false"}
 		if name == "csi-snapshotter" {
 			args = append(args, "--csi-address="+socket)
 		}
@@ -166,19 +218,27 @@ var defaultFlag = regexp.MustCompile(`(?m)^\s+-(kube-api-qps|kube-api-burst|work
 // ourDefaults reads the client limits and workers that the built controller
 // defaults to from its --help, so the report never states stale defaults.
 func ourDefaults() string {
-	bin, err := framework.OwnBinary("./cmd/controller") // built already: cached
-	if err != nil {
+	d := ourDefaultValues()
+	if len(d) < 3 {
 		return "defaults unknown"
 	}
+	return fmt.Sprintf("defaults as built: QPS %s, burst %s, %s workers per side", d["kube-api-qps"], d["kube-api-burst"], d["worker-threads"])
+}
+
+// ourDefaultValues are the built controller's defaults of kube-api-qps,
+// kube-api-burst and worker-threads, from its -h (built once, cached).
+func ourDefaultValues() map[string]string {
+	bin, err := framework.OwnBinary("./cmd/controller")
+	if err != nil {
+		return nil
+	}
+	ownBuilt = "./cmd/controller"
 	out, _ := exec.Command(bin, "-h").CombinedOutput()
 	d := map[string]string{}
 	for _, m := range defaultFlag.FindAllStringSubmatch(string(out), -1) {
 		d[m[1]] = m[2]
 	}
-	if len(d) < 3 {
-		return "defaults unknown"
-	}
-	return fmt.Sprintf("defaults as built: QPS %s, burst %s, %s workers per side", d["kube-api-qps"], d["kube-api-burst"], d["worker-threads"])
+	return d
 }
 
 // ourMetrics returns our controller's own write counter and retries, for
@@ -189,9 +249,13 @@ func ourMetrics(ctx context.Context, r *running) (map[string]float64, error) {
 	}
 	out := map[string]float64{}
 	for _, m := range []string{"snapkeeper_api_writes_total", "workqueue_retries_total", "workqueue_adds_total"} {
-		samples, err := scrape(ctx, r.ours.HTTPAddr, m)
-		if err != nil {
-			return nil, err
+		var samples []sample
+		for _, c := range r.ours {
+			s, err := scrape(ctx, c.HTTPAddr, m)
+			if err != nil {
+				return nil, err
+			}
+			samples = append(samples, s...)
 		}
 		for _, s := range samples {
 			key := m

@@ -31,21 +31,38 @@ type ControlPlane struct {
 	apiserver  *Process
 }
 
+// ControlPlaneOptions change the control plane from the test defaults (fast,
+// disposable) towards a production API server. The zero value is what the
+// e2e suites run with.
+type ControlPlaneOptions struct {
+	// Fsync lets etcd sync every write to disk (no --unsafe-no-fsync).
+	Fsync bool
+	// InflightDefaults leaves kube-apiserver's --max-requests-inflight and
+	// --max-mutating-requests-inflight at their defaults (400 and 200,
+	// shared out by API Priority and Fairness) instead of 1000 and 500.
+	InflightDefaults bool
+}
+
 // StartControlPlane starts etcd and kube-apiserver in dir and waits until the
 // API server is ready. Call Stop to end both.
 func StartControlPlane(ctx context.Context, dir string) (*ControlPlane, error) {
+	return StartControlPlaneWith(ctx, dir, ControlPlaneOptions{})
+}
+
+// StartControlPlaneWith is StartControlPlane with options.
+func StartControlPlaneWith(ctx context.Context, dir string, o ControlPlaneOptions) (*ControlPlane, error) {
 	cp := &ControlPlane{Dir: dir}
-	if err := cp.startEtcd(); err != nil {
+	if err := cp.startEtcd(o); err != nil {
 		return nil, err
 	}
-	if err := cp.startAPIServer(ctx); err != nil {
+	if err := cp.startAPIServer(ctx, o); err != nil {
 		cp.Stop()
 		return nil, err
 	}
 	return cp, nil
 }
 
-func (cp *ControlPlane) startEtcd() error {
+func (cp *ControlPlane) startEtcd(o ControlPlaneOptions) error {
 	bin, err := Tool("etcd")
 	if err != nil {
 		return err
@@ -66,9 +83,11 @@ func (cp *ControlPlane) startEtcd() error {
 		"--listen-peer-urls=http://" + peer,
 		"--initial-advertise-peer-urls=http://" + peer,
 		"--initial-cluster=default=http://" + peer,
-		// Test data is disposable: skip fsync so the disk is not the bottleneck.
-		"--unsafe-no-fsync=true",
 		"--log-level=warn",
+	}
+	if !o.Fsync {
+		// Test data is disposable: skip fsync so the disk is not the bottleneck.
+		args = append(args, "--unsafe-no-fsync=true")
 	}
 	cp.etcd, err = StartProcess(cp.Dir, "etcd", bin, args)
 	if err != nil {
@@ -78,7 +97,7 @@ func (cp *ControlPlane) startEtcd() error {
 	return nil
 }
 
-func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
+func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOptions) error {
 	bin, err := Tool("kube-apiserver")
 	if err != nil {
 		return err
@@ -117,10 +136,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		// No controller-manager runs, so nothing would create the default
 		// ServiceAccount that this plugin insists on for pods.
 		"--disable-admission-plugins=ServiceAccount",
-		"--max-requests-inflight=1000",
-		"--max-mutating-requests-inflight=500",
 		"--profiling=false",
 		"-v=1",
+	}
+	if !o.InflightDefaults {
+		args = append(args, "--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
 	}
 	cp.apiserver, err = StartProcess(cp.Dir, "kube-apiserver", bin, args)
 	if err != nil {

@@ -94,11 +94,17 @@ func Shared(t T) *Env {
 // Start starts a control plane with the CRDs installed in a new temp dir.
 // Callers other than Shared must Stop it.
 func Start(ctx context.Context) (*Env, error) {
+	return StartWith(ctx, ControlPlaneOptions{})
+}
+
+// StartWith is Start with control-plane options (the benchmark's
+// production-like API server).
+func StartWith(ctx context.Context, o ControlPlaneOptions) (*Env, error) {
 	dir, err := os.MkdirTemp("", "snapkeeper-e2e-")
 	if err != nil {
 		return nil, err
 	}
-	cp, err := StartControlPlane(ctx, dir)
+	cp, err := StartControlPlaneWith(ctx, dir, o)
 	if err != nil {
 		return nil, err
 	}

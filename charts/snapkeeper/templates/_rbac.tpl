@@ -19,6 +19,11 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotcontents"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# The status of the member contents of a volume group snapshot (snapshot
+# handle, size, readiness), which the binder creates.
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshotcontents/status"]
+  verbs: ["patch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotclasses"]
   verbs: ["get", "list", "watch"]

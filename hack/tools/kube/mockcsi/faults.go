@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"path"
 	"strconv"
 	"strings"
@@ -76,6 +77,13 @@ type Rule struct {
 	// Probe (named explicitly, never through "*") the first NotReady probes
 	// answer ready=false.
 	NotReady int `json:"notReady,omitempty"`
+	// ReadyAfter makes the same answers as NotReady report not ready until
+	// this long after the rule first answered about the snapshot (group)
+	// id: a backend that cuts now and uploads for a while. With
+	// ReadyAfterMax, each id waits a time spread evenly between the two (by
+	// a hash of the id, so one id always waits as long).
+	ReadyAfter    Duration `json:"readyAfter,omitempty"`
+	ReadyAfterMax Duration `json:"readyAfterMax,omitempty"`
 	// Hang blocks a CreateSnapshot (or CreateVolumeGroupSnapshot) for this
 	// long AFTER the mock created the snapshot (or group) (or until the
 	// caller's deadline, whichever comes first), then returns the result: a
@@ -164,8 +172,11 @@ func (r Rule) validate() error {
 			errs = append(errs, errors.New("code OK injects nothing; leave code empty"))
 		}
 	}
-	if r.Times < 0 || r.NotReady < 0 || r.Latency < 0 || r.Hang < 0 || r.SizeBytes < 0 {
-		errs = append(errs, errors.New("times, notReady, latency, hang and sizeBytes must not be negative"))
+	if r.Times < 0 || r.NotReady < 0 || r.Latency < 0 || r.Hang < 0 || r.SizeBytes < 0 || r.ReadyAfter < 0 {
+		errs = append(errs, errors.New("times, notReady, latency, hang, sizeBytes and readyAfter must not be negative"))
+	}
+	if r.ReadyAfterMax != 0 && r.ReadyAfterMax < r.ReadyAfter {
+		errs = append(errs, errors.New("readyAfterMax must not be below readyAfter"))
 	}
 	return errors.Join(errs...)
 }
@@ -233,7 +244,7 @@ func (r Rule) shapesAnswers(full string) bool {
 
 // notReadyApplies reports whether the rule's NotReady is about this method.
 func (r Rule) notReadyApplies(full string) bool {
-	if r.NotReady == 0 {
+	if r.NotReady == 0 && r.ReadyAfter == 0 {
 		return false
 	}
 	switch short := shortMethod(full); short {
@@ -243,4 +254,15 @@ func (r Rule) notReadyApplies(full string) bool {
 		return r.Method == short || r.Method == full
 	}
 	return false
+}
+
+// readyDelay is how long after its first answer id stays not ready.
+func (r Rule) readyDelay(id string) time.Duration {
+	lo, hi := time.Duration(r.ReadyAfter), time.Duration(r.ReadyAfterMax)
+	if hi <= lo {
+		return lo
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return lo + time.Duration(h.Sum64()%uint64(hi-lo+1))
 }

@@ -56,7 +56,8 @@ type ruleState struct {
 	Rule
 	code     codes.Code
 	fired    int
-	notReady map[string]int // snapshot or group id ("" for Probe) -> not-ready answers given
+	notReady map[string]int       // snapshot or group id ("" for Probe) -> not-ready answers given
+	seen     map[string]time.Time // id -> first answer about it (ReadyAfter)
 }
 
 func newInjector(stop <-chan struct{}) *injector {
@@ -78,7 +79,7 @@ func (in *injector) setFaults(f Faults, source string) int64 {
 	states := make([]*ruleState, 0, len(f.Rules))
 	rules := make([]Rule, len(f.Rules))
 	for i, r := range f.Rules {
-		st := &ruleState{Rule: r, notReady: map[string]int{}}
+		st := &ruleState{Rule: r, notReady: map[string]int{}, seen: map[string]time.Time{}}
 		if r.Code != "" {
 			st.code, _ = parseCode(r.Code) // validated by ParseFaults
 			r.Code = st.code.String()      // GET /faults shows the canonical name
@@ -152,6 +153,16 @@ func (in *injector) notReady(method, id string, consume bool) bool {
 			result = true
 			if consume {
 				r.notReady[id]++
+			}
+		}
+		if r.ReadyAfter > 0 {
+			first, ok := r.seen[id]
+			if !ok {
+				first = time.Now()
+				r.seen[id] = first
+			}
+			if time.Since(first) < r.readyDelay(id) {
+				result = true
 			}
 		}
 	}

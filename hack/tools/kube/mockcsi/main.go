@@ -63,6 +63,8 @@ type Options struct {
 	PollInterval time.Duration
 	Latency      time.Duration
 	NotReady     int
+	ReadyAfter   time.Duration
+	ReadyMax     time.Duration
 	SizeBytes    int64
 	NoCreation   bool
 	GracePeriod  time.Duration
@@ -82,6 +84,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PollInterval, "faults-poll-interval", 100*time.Millisecond, "How often --faults-file is checked for changes.")
 	fs.DurationVar(&o.Latency, "latency", 0, "Shorthand: add this latency to every call.")
 	fs.IntVar(&o.NotReady, "not-ready", 0, "Shorthand: each snapshot reports readyToUse=false in its first N CreateSnapshot/ListSnapshots(id) responses.")
+	fs.DurationVar(&o.ReadyAfter, "ready-after", 0, "Shorthand: each snapshot (group) reports readyToUse=false until this long after the first answer about it.")
+	fs.DurationVar(&o.ReadyMax, "ready-after-max", 0, "With --ready-after: each snapshot waits a time spread between --ready-after and this.")
 	fs.Int64Var(&o.SizeBytes, "snapshot-size", 0, "Shorthand: CreateSnapshot and ListSnapshots answers report this size in bytes (the mock itself says 0, unknown).")
 	fs.BoolVar(&o.NoCreation, "no-creation-time", false, "Shorthand: CreateSnapshot and ListSnapshots answers carry no creation time and no size (unless --snapshot-size).")
 	fs.StringVar(&o.HideCaps, "hide-capabilities", "", "Comma-separated controller or group controller capabilities to remove from ControllerGetCapabilities / GroupControllerGetCapabilities (e.g. CREATE_DELETE_SNAPSHOT,LIST_SNAPSHOTS,CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT), to play a driver without them.")
@@ -117,6 +121,9 @@ func (o *Options) Validate() (Faults, error) {
 	}
 	if o.NotReady > 0 {
 		f.Rules = append(f.Rules, Rule{Method: "*", NotReady: o.NotReady})
+	}
+	if o.ReadyAfter > 0 {
+		f.Rules = append(f.Rules, Rule{Method: "*", ReadyAfter: Duration(o.ReadyAfter), ReadyAfterMax: Duration(o.ReadyMax)})
 	}
 	if o.NoCreation {
 		f.Rules = append(f.Rules, Rule{Method: "*", NoCreationTime: true})

@@ -1,0 +1,176 @@
+package framework
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// RenderChart renders charts/snapkeeper with bin/helm as release
+// "snapkeeper" in namespace "snapkeeper", with extra helm arguments
+// (--set ...). Helm runs with throw-away config and cache directories.
+func RenderChart(ctx context.Context, args ...string) ([]byte, error) {
+	bin, err := Tool("helm")
+	if err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp("", "snapkeeper-helm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
+	all := append([]string{"template", "snapkeeper", filepath.Join(RepoRoot(), "charts", "snapkeeper"), "--namespace", "snapkeeper"}, args...)
+	cmd := exec.CommandContext(ctx, bin, all...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm %s: %w\n%s", strings.Join(all, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+// CommunityModuleDir is the external-snapshotter v8 module that the
+// community peers are built from (hack/tools/peers), in the module cache;
+// its deploy/kubernetes holds the community's RBAC manifests.
+func CommunityModuleDir() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubernetes-csi/external-snapshotter/v8")
+	cmd.Dir = filepath.Join(RepoRoot(), "hack", "tools", "peers")
+	out, err := cmd.Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		return "", fmt.Errorf("the community module is not in the module cache (run `make tools`): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "deploy", "kubernetes")); err != nil {
+		return "", fmt.Errorf("community module at %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// ApplyRBAC creates the ServiceAccounts, ClusterRoles, ClusterRoleBindings,
+// Roles and RoleBindings of a multi-document manifest with their rules
+// untouched, and skips every other kind (a rendered chart's Deployments,
+// CRDs, Services). With ns set, namespaced objects and ServiceAccount
+// subjects move to ns. Namespaces are created as needed and objects that
+// exist already are left as they are. It returns "namespace/name" of every
+// ServiceAccount in the manifest.
+func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]string, error) {
+	var accounts []string
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return accounts, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !rbacDoc(doc) {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		rbac := e.Kube.RbacV1()
+		place := func(m *metav1.ObjectMeta) error {
+			if ns != "" {
+				m.Namespace = ns
+			}
+			if m.Namespace == "" {
+				m.Namespace = "default"
+			}
+			return e.ensureNamespace(ctx, m.Namespace)
+		}
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			if err = place(&o.ObjectMeta); err == nil {
+				accounts = append(accounts, o.Namespace+"/"+o.Name)
+				_, err = e.Kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			}
+		case *rbacv1.ClusterRole:
+			_, err = rbac.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			moveSubjectsTo(o.Subjects, ns)
+			_, err = rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			if err = place(&o.ObjectMeta); err == nil {
+				_, err = rbac.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			}
+		case *rbacv1.RoleBinding:
+			moveSubjectsTo(o.Subjects, ns)
+			if err = place(&o.ObjectMeta); err == nil {
+				_, err = rbac.RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			}
+		default:
+			continue
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("apply %T: %w", obj, err)
+		}
+	}
+}
+
+// rbacDoc tells whether a YAML document is one of the kinds ApplyRBAC
+// applies, without decoding kinds the client's scheme may not know.
+func rbacDoc(doc []byte) bool {
+	for _, line := range strings.Split(string(doc), "\n") {
+		if k, ok := strings.CutPrefix(line, "kind:"); ok {
+			switch strings.TrimSpace(k) {
+			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+				return true
+			}
+			return false
+		}
+	}
+	return false
+}
+
+func moveSubjectsTo(subjects []rbacv1.Subject, ns string) {
+	for i := range subjects {
+		if subjects[i].Kind == rbacv1.ServiceAccountKind && ns != "" {
+			subjects[i].Namespace = ns
+		}
+	}
+}
+
+func (e *Env) ensureNamespace(ctx context.Context, ns string) error {
+	_, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// ServiceAccountKubeconfig writes to path a kubeconfig whose token is one
+// of ServiceAccount ns/sa from the TokenRequest API (valid for
+// expirySeconds), the identity a pod of that account would have.
+func (e *Env) ServiceAccountKubeconfig(ctx context.Context, ns, sa, path string, expirySeconds int64) error {
+	tr, err := e.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expirySeconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("token of %s/%s: %w", ns, sa, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return WriteKubeconfig(path, e.URL, tr.Status.Token)
+}
