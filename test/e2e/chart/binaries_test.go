@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -223,6 +224,7 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 	env.CreateBoundPVC(t, apps, "data", framework.PVCOptions{Driver: drv.Name})
 	vs := env.CreateSnapshot(t, framework.DynamicSnapshot(apps, "through-the-chart", "data", &class.Name))
 	env.WaitSnapshotReady(t, apps, vs.Name, 90*time.Second)
+	readyGroupThroughTheChart(ctx, t, env, apps)
 	// Every call the chart's RBAC refused shows up in the logs (events,
 	// leases, finalizer patches), even where the component carries on.
 	for _, proc := range []*framework.Process{webhook, binder, csiSide} {
@@ -316,4 +318,37 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 			t.Errorf("the webhook was refused something: %s", line)
 		}
 	}
+}
+
+// readyGroupThroughTheChart: a volume group snapshot of two claims becomes
+// ready under the chart's RBAC (the binder creates the member snapshots and
+// contents and writes the members' status).
+func readyGroupThroughTheChart(ctx context.Context, t *testing.T, env *framework.Env, ns string) {
+	t.Helper()
+	class := &groupv1.VolumeGroupSnapshotClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "chart-group-" + ns, Annotations: map[string]string{"groupsnapshot.storage.kubernetes.io/is-default-class": "true"}},
+		Driver:     framework.MockDriverName, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
+	}
+	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
+	for _, name := range []string{"db-0", "db-1"} {
+		pvc := env.CreateBoundPVC(t, ns, name, framework.PVCOptions{Driver: framework.MockDriverName})
+		pvc.Labels = map[string]string{"app": "db"}
+		if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &groupv1.VolumeGroupSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+	}
+	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitGroupReady(t, ns, "db", 90*time.Second)
 }
