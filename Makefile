@@ -20,7 +20,7 @@ TOOLS      := $(KUBE_TOOLS) $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
-.PHONY: all build test unit test-tools e2e test-faults conformance run bench lint tools crds check-crds clean clean-tools
+.PHONY: all build test unit test-tools e2e test-k8s-floor test-faults conformance run bench lint tools crds check-crds clean clean-tools
 
 all: build
 
@@ -37,6 +37,20 @@ tools: $(TOOLS)
 $(KUBE_TOOLS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/etcd/main.go
 	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
 	touch $(KUBE_TOOLS)
+
+# The oldest supported Kubernetes (docs/kubernetes-versions.md): only its
+# kube-apiserver, from hack/tools/kube-floor; etcd and kubectl stay the ones
+# above. `make test-k8s-floor` runs the smoke, webhook, startup and chart
+# suites against it.
+KUBE_FLOOR_VERSION := v1.30.14
+KUBE_FLOOR         := 1.30
+KUBE_FLOOR_APISERVER := $(BIN)/kube-apiserver-$(KUBE_FLOOR)
+
+$(KUBE_FLOOR_APISERVER): hack/tools/kube-floor/go.mod hack/tools/kube-floor/go.sum
+	cd hack/tools/kube-floor && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=$(KUBE_FLOOR_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_FLOOR)))" -o $(ABS_BIN)/kube-apiserver-$(KUBE_FLOOR) k8s.io/kubernetes/cmd/kube-apiserver
+
+test-k8s-floor: $(KUBE_FLOOR_APISERVER) $(BIN)/etcd $(BIN)/kubectl $(BIN)/helm
+	SNAPKEEPER_KUBE_APISERVER=$(ABS_BIN)/kube-apiserver-$(KUBE_FLOOR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(FLOOR_ARGS) ./test/e2e/smoke ./test/e2e/webhook ./test/e2e/startup ./test/e2e/chart
 
 $(BIN)/mock-csi-driver: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/mockcsi/*.go)
 	cd hack/tools/kube && $(GO) build -o $(ABS_BIN)/mock-csi-driver ./mockcsi

@@ -30,8 +30,24 @@ func RepoRoot() string {
 	}
 }
 
-// Tool returns the path of a third-party binary built by `make tools` into bin/.
+// KubeAPIServerEnv names an environment variable that, when set, is the path
+// (absolute, or relative to the repository root) of the kube-apiserver the
+// control plane runs instead of bin/kube-apiserver: `make test-k8s-floor`
+// points it at the oldest supported release (docs/kubernetes-versions.md).
+const KubeAPIServerEnv = "SNAPKEEPER_KUBE_APISERVER"
+
+// Tool returns the path of a third-party binary built by `make tools` into bin/
+// (for kube-apiserver, $SNAPKEEPER_KUBE_APISERVER when set).
 func Tool(name string) (string, error) {
+	if p := os.Getenv(KubeAPIServerEnv); name == "kube-apiserver" && p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(RepoRoot(), p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", KubeAPIServerEnv, p, err)
+		}
+		return p, nil
+	}
 	p := filepath.Join(RepoRoot(), "bin", name)
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("%s is missing: run `make tools` first (%w)", p, err)
