@@ -1,0 +1,168 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// The chart's leader election (charts/snapkeeper/values.yaml,
+// controller.leaderElection).
+const (
+	chartLeaseDuration = 15 * time.Second
+	chartRenewDeadline = 10 * time.Second
+	chartRetryPeriod   = 5 * time.Second
+	binderLease        = "snapshot-controller-leader"
+	// takeoverBound is the longest a standby can take over from a killed
+	// holder, which cannot release its Lease: the lease duration after the
+	// last renewal the standby saw, plus one of its retries, which client-go
+	// spaces by the retry period times 1 to 2.2 (leaderelection.JitterFactor).
+	takeoverBound = chartLeaseDuration + chartRetryPeriod*22/10
+)
+
+// TestLeaderKill runs two controller replicas (binder and CSI side in
+// each) with leader election as the chart configures it, lets the first
+// take both Leases, and SIGKILLs the leader while a workload creates and
+// deletes snapshots; the standby must take the Leases over within
+// takeoverBound of the kill and finish the work,
+// with no snapshot cut twice. The killed replica comes back as the new
+// standby; the full variant kills the leader of the moment three times.
+func TestLeaderKill(t *testing.T) {
+	rng := newRand(t)
+	sz := runSizes()
+	n, kills := 20, 1
+	if sz.full {
+		n, kills = 150, 3
+	}
+	slow := []framework.FaultRule{
+		{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+		{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+		{Method: "CreateSnapshot", Match: "snapshot-[0-3]*", Latency: csitest.Duration(1500 * time.Millisecond)},
+	}
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: slow})
+	w := newWorld(s)
+	args := append(s.Args, "--leader-election=true", "--leader-election-namespace="+s.NS,
+		"--leader-election-lease-duration="+chartLeaseDuration.String(),
+		"--leader-election-renew-deadline="+chartRenewDeadline.String(),
+		"--leader-election-retry-period="+chartRetryPeriod.String(), "--retry-interval-max=2s")
+	leases := []string{binderLease, snapshot.CSILeaseName(s.Drv.Name)}
+
+	// Each Lease has a holder identity of its own.
+	start := func() (*framework.Component, []string) {
+		c := s.StartController(t, args...)
+		w.addController(c)
+		return c, []string{identityOf(t, c, leases[0]), identityOf(t, c, leases[1])}
+	}
+	leader, leaderID := start()
+	waitHolder(t, s, leases, leaderID, 30*time.Second)
+	standby, standbyID := start()
+
+	wl := &workload{Creates: n + max(3, n/10), Deletes: n, Claims: 5}
+	wl.Pause = time.Duration(kills) * 20 * time.Second / time.Duration(wl.ops())
+	claims := wl.claims(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	begin := time.Now()
+	loadDone := wl.start(ctx, w, child(rng), claims)
+
+	var takeovers []time.Duration
+	for i := range kills {
+		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
+		if h := holders(s, leases); !slices.Equal(h, leaderID) {
+			t.Fatalf("before kill %d the Leases are held by %v, not by the leader %s", i+1, h, leaderID)
+		}
+		before := s.Drv.CallLog(t, 0).Last
+		kill(t, leader)
+		took := waitHolder(t, s, leases, standbyID, takeoverBound+10*time.Second)
+		takeovers = append(takeovers, took[0])
+		for j, d := range took {
+			if d > takeoverBound {
+				t.Errorf("kill %d: Lease %s taken over %v after the kill, more than lease duration %v + 2.2 x retry period %v",
+					i+1, leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod)
+			}
+		}
+		t.Logf("kill %d of the leader at %d/%d operations (%d driver calls broke off): the standby holds %s after %v and %s after %v (lease duration %v)",
+			i+1, wl.done.Load(), wl.ops(), canceledSince(t, s.Drv, before), leases[0], took[0].Round(time.Millisecond),
+			leases[1], took[1].Round(time.Millisecond), chartLeaseDuration)
+		leader, leaderID = standby, standbyID
+		standby, standbyID = start()
+	}
+	if err := <-loadDone; err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	t.Logf("workload of %d operations in %v; takeovers %v", wl.ops(), time.Since(begin).Round(time.Millisecond), takeovers)
+	w.checkInvariants(t, 2*time.Minute)
+	noPhantoms(t, leader)
+	if h := holders(s, leases); !slices.Equal(h, leaderID) {
+		t.Errorf("at the end the Leases are held by %v, not by the last leader %s", h, leaderID)
+	}
+}
+
+var waitingLine = regexp.MustCompile(`Waiting for leadership.*lease="[^"]*/([^"]+)".*identity="([^"]+)"`)
+
+// identityOf reads the holder identity controller c uses for Lease name
+// from its log.
+func identityOf(t *testing.T, c *framework.Component, name string) string {
+	t.Helper()
+	var id string
+	framework.Eventually(t, 20*time.Second, c.Name+" logging its identity", func() (bool, error) {
+		b, err := os.ReadFile(c.Proc.LogPath)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range waitingLine.FindAllStringSubmatch(string(b), -1) {
+			if m[1] == name {
+				id = m[2]
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no \"Waiting for leadership\" line for %s", name)
+	})
+	return id
+}
+
+// holders returns the holder identities of the Leases in the scenario's
+// namespace ("" for a missing one).
+func holders(s *framework.Scenario, leases []string) []string {
+	out := make([]string, len(leases))
+	for i, name := range leases {
+		l, err := s.Env.Kube.CoordinationV1().Leases(s.NS).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil {
+			out[i] = *l.Spec.HolderIdentity
+		}
+	}
+	return out
+}
+
+// waitHolder polls the Leases every 20ms until ids[i] holds leases[i],
+// and returns how long each took.
+func waitHolder(t *testing.T, s *framework.Scenario, leases, ids []string, timeout time.Duration) []time.Duration {
+	t.Helper()
+	start := time.Now()
+	took := make([]time.Duration, len(leases))
+	done := 0
+	for done < len(leases) {
+		h := holders(s, leases)
+		for i := range leases {
+			if took[i] == 0 && h[i] == ids[i] {
+				took[i] = time.Since(start)
+				done++
+			}
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("Leases %v held by %v after %v, want %v", leases, h, timeout, ids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return took
+}
