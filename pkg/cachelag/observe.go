@@ -77,7 +77,7 @@ func (t *Tracker) Stale(obj metav1.Object) bool {
 	defer t.mu.Unlock()
 	uid := obj.GetUID()
 	e := t.objects[uid]
-	if e == nil {
+	if e == nil || t.expire(uid, e, t.now()) {
 		return false
 	}
 	if e.gone || slices.Contains(e.replaced, obj.GetResourceVersion()) {
@@ -94,11 +94,14 @@ func (t *Tracker) DeleteSent(uid types.UID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.objects[uid]
-	return e != nil && e.deleteSent
+	if e == nil || t.expire(uid, e, t.now()) {
+		return false
+	}
+	return e.deleteSent
 }
 
 // Created returns the object of type T named namespace/name that we created
-// and the cache does not have yet.
+// and the cache does not have yet, for at most MarkTTL after the create.
 func Created[T metav1.Object](t *Tracker, namespace, name string) (T, bool) {
 	var zero T
 	t.mu.Lock()
@@ -109,6 +112,9 @@ func Created[T metav1.Object](t *Tracker, namespace, name string) (T, bool) {
 	}
 	e := t.objects[uid]
 	if e == nil || e.created == nil {
+		return zero, false
+	}
+	if t.expire(uid, e, t.now()) {
 		return zero, false
 	}
 	obj, ok := e.created.(T)

@@ -27,6 +27,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,7 +57,17 @@ type Tracker struct {
 	created map[key]types.UID
 	// creating holds the creates in flight, whose UID is not known yet.
 	creating map[key]*createWindow
+	// now is the clock of the created objects' expiry (tests replace it).
+	now func() time.Time
 }
+
+// MarkTTL is how long what our writes did to an object (a create, a delete,
+// new versions) stands in for the cache. The informer shows a write within
+// moments; one it never shows was done while its watch was broken (an API
+// server restart, a dropped connection) to an object the relist that
+// follows no longer holds: remembering it longer would show a deleted
+// object as live, or keep its entry, forever.
+const MarkTTL = time.Minute
 
 // entry is what the tracker knows about one object. It exists while one of
 // its fields says something, or a write of the object is in flight.
@@ -76,6 +87,9 @@ type entry struct {
 	// created is the API server's answer to our create, until the cache
 	// has the object.
 	created metav1.Object
+	// written is when our last write of the object was answered: the
+	// entry expires MarkTTL later.
+	written time.Time
 	// flight is set while writes of the object are in flight.
 	flight *flight
 }
@@ -117,15 +131,31 @@ func New() *Tracker {
 		objects:  map[types.UID]*entry{},
 		created:  map[key]types.UID{},
 		creating: map[key]*createWindow{},
+		now:      time.Now,
 	}
 }
 
 // Len is the number of objects the tracker holds an entry for, writes in
-// flight included.
+// flight included. It first forgets the entries older than MarkTTL.
 func (t *Tracker) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.now()
+	for uid, e := range t.objects {
+		t.expire(uid, e, now)
+	}
 	return len(t.objects)
+}
+
+// expire forgets e when no write of it is in flight and our last write of
+// it was answered more than MarkTTL ago, and reports whether it did.
+func (t *Tracker) expire(uid types.UID, e *entry, now time.Time) bool {
+	if e.flight != nil || e.written.IsZero() || now.Sub(e.written) <= MarkTTL {
+		return false
+	}
+	t.forgetCreated(e)
+	delete(t.objects, uid)
+	return true
 }
 
 // Write is one write in flight; Done ends it. It is a value: Begin and
@@ -200,6 +230,9 @@ func (w Write) Done(out metav1.Object, err error) {
 	case out != nil:
 		e.wrote(w.rv, out.GetResourceVersion(), f.seen)
 	}
+	if err == nil {
+		e.written = t.now()
+	}
 	if f.writes--; f.writes == 0 {
 		e.flight = nil
 	}
@@ -263,7 +296,7 @@ func (t *Tracker) doneCreate(w Write, out metav1.Object, err error) {
 		e = &entry{}
 		t.objects[uid] = e
 	}
-	e.created = out
+	e.created, e.written = out, t.now()
 	t.created[keyOf(out)] = uid
 }
 

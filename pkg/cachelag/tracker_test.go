@@ -3,6 +3,7 @@ package cachelag
 import (
 	"errors"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,6 +151,38 @@ func TestCreatedUntilCached(t *testing.T) {
 	tr.Observe(got)
 	if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "c"); ok || tr.Len() != 0 {
 		t.Error("kept after the cache has it")
+	}
+}
+
+// An object the informer never shows (created and deleted while its watch
+// was broken, so the relist does not hold it) stands in for the cache only
+// for MarkTTL: after that it is forgotten and leaves no entry.
+func TestCreatedForgottenAfterTTL(t *testing.T) {
+	tr := New()
+	now := time.Unix(1000, 0)
+	tr.now = func() time.Time { return now }
+	sent := &metav1.ObjectMeta{Namespace: "ns", Name: "c"}
+	write(tr, Create, sent, meta("u", "1", func(m *metav1.ObjectMeta) { m.Name = "c" }))
+	now = now.Add(MarkTTL)
+	if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "c"); !ok {
+		t.Fatal("forgotten before MarkTTL passed")
+	}
+	now = now.Add(time.Second)
+	if _, ok := Created[*metav1.ObjectMeta](tr, "ns", "c"); ok {
+		t.Fatal("a create the informer never showed is still found after MarkTTL")
+	}
+	if tr.Len() != 0 {
+		t.Errorf("%d entries left after the created object expired", tr.Len())
+	}
+	// A delete sent to an object the informer then never shows deleted.
+	obj := meta("d", "5")
+	write(tr, Delete, obj, nil)
+	if !tr.DeleteSent("d") || tr.Len() != 1 {
+		t.Fatal("the sent delete is not remembered")
+	}
+	now = now.Add(MarkTTL + time.Second)
+	if tr.Len() != 0 || tr.DeleteSent("d") {
+		t.Errorf("a sent delete the informer never showed is remembered after MarkTTL (%d entries)", tr.Len())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -166,13 +167,14 @@ func stillRunning(t *testing.T, p *framework.Process, pid int) {
 }
 
 // noPhantoms fails the test when a controller's cache-lag tracker
-// (pkg/cachelag) still remembers writes once everything is done: an entry
-// its informer will never clear, like a content the binder created and
-// deleted while its watch was down, which contentOf (pkg/sync/binder)
-// keeps returning.
+// (pkg/cachelag) still remembers writes once everything is done and its
+// marks have expired (cachelag.MarkTTL): an entry its informer will never
+// clear, like a content the binder created and deleted while its watch was
+// down, which contentOf (pkg/sync/binder) returned for ever before the
+// marks expired.
 func noPhantoms(t *testing.T, c *framework.Component) {
 	t.Helper()
-	err := framework.Poll(10*time.Second, "cache-lag trackers empty", func() (bool, error) {
+	err := framework.Poll(cachelag.MarkTTL+15*time.Second, "cache-lag trackers empty", func() (bool, error) {
 		n, err := c.Metric(context.Background(), "snapkeeper_cache_lag_entries")
 		return err == nil && n == 0, fmt.Errorf("snapkeeper_cache_lag_entries %v (err %v)", n, err)
 	})
