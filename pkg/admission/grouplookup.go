@@ -145,9 +145,14 @@ func (r requestLookup) ListGroupClassesFresh() ([]*groupv1.VolumeGroupSnapshotCl
 	return out, nil
 }
 
+// GetGroupClass reads the cache, and the API server when the cache does
+// not hold the class (not started, or a class created a moment ago: a
+// group applied with its class in one sync must be judged against it).
 func (r requestLookup) GetGroupClass(name string) (*groupv1.VolumeGroupSnapshotClass, error) {
 	if lister := r.l.groups.current(); lister != nil {
-		return absent(lister.Get(name))
+		if c, err := absent(lister.Get(name)); c != nil || err != nil {
+			return c, err
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, freshReadTimeout)
 	defer cancel()

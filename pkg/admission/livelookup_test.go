@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
@@ -41,5 +42,21 @@ func TestReadClaimsLiveSeesWhatTheCacheDoesNotYet(t *testing.T) {
 	}
 	if v, err := live.GetPV("missing"); err != nil || v != nil {
 		t.Fatalf("live GetPV of a missing volume: %v, %v; want nil, nil", v, err)
+	}
+}
+
+// A class applied in the same sync as the snapshot that names it: the
+// cache does not hold it yet, the API server does.
+func TestClassReadLiveOnACacheMiss(t *testing.T) {
+	kube := kubefake.NewClientset()
+	//lint:ignore SA1019 client/v8 generates no apply configurations, so it has no NewClientset
+	snaps := snapfake.NewSimpleClientset(&snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Driver: "d"})
+	l := NewClusterLookup(snapinformers.NewSharedInformerFactory(snaps, 0), informers.NewSharedInformerFactory(kube, 0), snaps, nil)
+	r := l.ForRequest(context.Background())
+	if c, err := r.GetClass("gold"); err != nil || c == nil || c.Driver != "d" {
+		t.Fatalf("GetClass on a cache miss: %v, %v; want the API server's class", c, err)
+	}
+	if c, err := r.GetClass("missing"); err != nil || c != nil {
+		t.Fatalf("GetClass of a missing class: %v, %v; want nil, nil", c, err)
 	}
 }

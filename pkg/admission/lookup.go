@@ -124,8 +124,23 @@ func (r requestLookup) ListClassesFresh() ([]*snapv1.VolumeSnapshotClass, error)
 	return out, nil
 }
 
+// GetClass reads the cache, and the API server when the cache does not hold
+// the class: a class created a moment ago (applied in the same sync as the
+// snapshot naming it) must be judged as it is.
 func (r requestLookup) GetClass(name string) (*snapv1.VolumeSnapshotClass, error) {
-	return absent(r.l.classes.Get(name))
+	if c, err := absent(r.l.classes.Get(name)); c != nil || err != nil {
+		return c, err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, freshReadTimeout)
+	defer cancel()
+	c, err := r.l.client.SnapshotV1().VolumeSnapshotClasses().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading VolumeSnapshotClass %q: %w", name, err)
+	}
+	return c, nil
 }
 
 func (r requestLookup) GetSnapshot(namespace, name string) (*snapv1.VolumeSnapshot, error) {
