@@ -148,12 +148,7 @@ func (r *run) groupObjects(p string, o *obs, out outcome) {
 		}
 		out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
 		out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && s.CreationTime.Unix() == 0))
-		if s.Error != nil {
-			out.set(pre+"status.error", "set")
-			if s.Error.Message != nil {
-				out.set(pre+"status.error.message", r.norm(*s.Error.Message))
-			}
-		}
+		r.statusError(pre, s.Error, out)
 	}
 	for _, n := range r.known("VolumeGroupSnapshotContent", o) {
 		pre := p + "VolumeGroupSnapshotContent/" + r.norm(n) + "."
@@ -190,12 +185,7 @@ func (r *run) groupObjects(p string, o *obs, out outcome) {
 		}
 		out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
 		out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && s.CreationTime.Unix() == 0))
-		if s.Error != nil {
-			out.set(pre+"status.error", "set")
-			if s.Error.Message != nil {
-				out.set(pre+"status.error.message", r.norm(*s.Error.Message))
-			}
-		}
+		r.statusError(pre, s.Error, out)
 		for _, info := range s.VolumeSnapshotInfoList {
 			ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
 			out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))

@@ -456,12 +456,7 @@ func (r *run) objects(p string, o *obs, out outcome) {
 			if s.RestoreSize != nil {
 				out.set(pre+"status.restoreSize", s.RestoreSize.String())
 			}
-			if s.Error != nil {
-				out.set(pre+"status.error", "set")
-				if s.Error.Message != nil {
-					out.set(pre+"status.error.message", r.norm(*s.Error.Message))
-				}
-			}
+			r.statusError(pre, s.Error, out)
 			if s.VolumeGroupSnapshotName != nil {
 				out.set(pre+"status.volumeGroupSnapshotName", *s.VolumeGroupSnapshotName)
 			}
@@ -504,12 +499,7 @@ func (r *run) objects(p string, o *obs, out outcome) {
 			if s.RestoreSize != nil {
 				out.set(pre+"status.restoreSize", strconv.FormatInt(*s.RestoreSize, 10))
 			}
-			if s.Error != nil {
-				out.set(pre+"status.error", "set")
-				if s.Error.Message != nil {
-					out.set(pre+"status.error.message", r.norm(*s.Error.Message))
-				}
-			}
+			r.statusError(pre, s.Error, out)
 			if s.VolumeGroupSnapshotHandle != nil {
 				out.set(pre+"status.volumeGroupSnapshotHandle", r.handle(*s.VolumeGroupSnapshotHandle))
 			}
@@ -529,6 +519,18 @@ func (r *run) objects(p string, o *obs, out outcome) {
 		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
 	}
 	r.groupObjects(p, o, out)
+}
+
+// statusError records a status.error of any snapshot kind: set or not, and
+// its message.
+func (r *run) statusError(pre string, e *snapv1.VolumeSnapshotError, out outcome) {
+	if e == nil {
+		return
+	}
+	out.set(pre+"status.error", "set")
+	if e.Message != nil {
+		out.set(pre+"status.error.message", r.norm(*e.Message))
+	}
 }
 
 func owners(refs []metav1.OwnerReference) []string {
