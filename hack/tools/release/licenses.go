@@ -115,7 +115,7 @@ func licenseText(c cdx.Component, ours bool) string {
 	case c.Name == "std":
 		return "BSD-3-Clause (the Go distribution's LICENSE)"
 	case ours:
-		return "none: the repository has no LICENSE file yet"
+		return "Apache-2.0 (the repository's LICENSE)"
 	default:
 		return "not detected"
 	}

@@ -62,7 +62,7 @@ func TestLicenses(t *testing.T) {
 	for _, want := range []string{
 		"| a | v1 | MIT | snapctl, snapkeeper-controller |",
 		"| golang.org/x/net | v1 | BSD-3-Clause (detected: MIT) | snapctl |",
-		"| github.com/snapkeeper/snapkeeper | this repository | none: the repository has no LICENSE file yet |",
+		"| github.com/snapkeeper/snapkeeper | this repository | Apache-2.0 (the repository's LICENSE) |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("missing %q in\n%s", want, md)
