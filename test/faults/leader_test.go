@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -51,21 +49,7 @@ func TestLeaderKill(t *testing.T) {
 	}
 	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: slow})
 	w := newWorld(s)
-	args := append(s.Args, "--leader-election=true", "--leader-election-namespace="+s.NS,
-		"--leader-election-lease-duration="+chartLeaseDuration.String(),
-		"--leader-election-renew-deadline="+chartRenewDeadline.String(),
-		"--leader-election-retry-period="+chartRetryPeriod.String(), "--retry-interval-max=2s")
-	leases := []string{binderLease, snapshot.CSILeaseName(s.Drv.Name)}
-
-	// Each Lease has a holder identity of its own.
-	start := func() (*framework.Component, []string) {
-		c := s.StartController(t, args...)
-		w.addController(c)
-		return c, []string{identityOf(t, c, leases[0]), identityOf(t, c, leases[1])}
-	}
-	leader, leaderID := start()
-	waitHolder(t, s, leases, leaderID, 30*time.Second)
-	standby, standbyID := start()
+	r := newReplicas(t, s, w)
 
 	wl := &workload{Creates: n + max(3, n/10), Deletes: n, Claims: 5}
 	wl.Pause = time.Duration(kills) * 20 * time.Second / time.Duration(wl.ops())
@@ -78,34 +62,21 @@ func TestLeaderKill(t *testing.T) {
 	var takeovers []time.Duration
 	for i := range kills {
 		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
-		if h := holders(s, leases); !slices.Equal(h, leaderID) {
-			t.Fatalf("before kill %d the Leases are held by %v, not by the leader %s", i+1, h, leaderID)
-		}
+		r.checkLeader(t, fmt.Sprintf("before kill %d", i+1))
 		before := s.Drv.CallLog(t, 0).Last
-		kill(t, leader)
-		took := waitHolder(t, s, leases, standbyID, takeoverBound+10*time.Second)
+		took := r.failover(t)
 		takeovers = append(takeovers, took[0])
-		for j, d := range took {
-			if d > takeoverBound {
-				t.Errorf("kill %d: Lease %s taken over %v after the kill, more than lease duration %v + 2.2 x retry period %v",
-					i+1, leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod)
-			}
-		}
 		t.Logf("kill %d of the leader at %d/%d operations (%d driver calls broke off): the standby holds %s after %v and %s after %v (lease duration %v)",
-			i+1, wl.done.Load(), wl.ops(), canceledSince(t, s.Drv, before), leases[0], took[0].Round(time.Millisecond),
-			leases[1], took[1].Round(time.Millisecond), chartLeaseDuration)
-		leader, leaderID = standby, standbyID
-		standby, standbyID = start()
+			i+1, wl.done.Load(), wl.ops(), canceledSince(t, s.Drv, before), r.leases[0], took[0].Round(time.Millisecond),
+			r.leases[1], took[1].Round(time.Millisecond), chartLeaseDuration)
 	}
 	if err := <-loadDone; err != nil {
 		t.Fatalf("workload: %v", err)
 	}
 	t.Logf("workload of %d operations in %v; takeovers %v", wl.ops(), time.Since(begin).Round(time.Millisecond), takeovers)
 	w.checkInvariants(t, 2*time.Minute)
-	noPhantoms(t, leader)
-	if h := holders(s, leases); !slices.Equal(h, leaderID) {
-		t.Errorf("at the end the Leases are held by %v, not by the last leader %s", h, leaderID)
-	}
+	noPhantoms(t, r.leader)
+	r.checkLeader(t, "at the end")
 }
 
 var waitingLine = regexp.MustCompile(`Waiting for leadership.*lease="[^"]*/([^"]+)".*identity="([^"]+)"`)
