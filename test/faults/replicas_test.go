@@ -58,11 +58,15 @@ func (r *replicas) checkLeader(t *testing.T, when string) {
 func (r *replicas) failover(t *testing.T) []time.Duration {
 	t.Helper()
 	kill(t, r.leader)
-	took := waitHolder(t, r.s, r.leases, r.standbyID, takeoverBound+10*time.Second)
+	took := waitHolder(t, r.s, r.leases, r.standbyID, takeoverBound+takeoverSlack+10*time.Second)
 	for j, d := range took {
-		if d > takeoverBound {
-			t.Errorf("Lease %s taken over %v after the kill, more than lease duration %v + 2.2 x retry period %v",
-				r.leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod)
+		switch {
+		case d > takeoverBound+takeoverSlack:
+			t.Errorf("Lease %s taken over %v after the kill, more than lease duration %v + 2.2 x retry period %v + %v of scheduling slack",
+				r.leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod, takeoverSlack)
+		case d > takeoverBound:
+			t.Logf("Lease %s taken over %v after the kill, past lease duration %v + 2.2 x retry period %v (within the %v of scheduling slack)",
+				r.leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod, takeoverSlack)
 		}
 	}
 	r.leader, r.leaderID = r.standby, r.standbyID
