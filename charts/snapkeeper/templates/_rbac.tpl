@@ -4,18 +4,22 @@ are named templates so that a CSI driver chart that depends on this chart can
 put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
 */}}
 
-{{/* The binder (snapshot controller). No access to Secrets: secrets are the CSI side's business. */}}
+{{/* The binder (snapshot controller). No access to Secrets: secrets are the CSI side's business.
+Every verb is one the binder's code calls (docs/security.md, "What each component may do"):
+list and watch feed the informers, get is a live read that bypasses them,
+and every write is a merge patch (pkg/writer) except the claim finalizer,
+which is an update carrying the read copy's resourceVersion. */}}
 {{- define "snapkeeper.rbac.binderRules" -}}
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotclasses"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshots"]
   # create and delete: the member snapshots of a volume group snapshot.
-  verbs: ["get", "list", "watch", "update", "patch", "create", "delete"]
+  verbs: ["get", "list", "watch", "patch", "create", "delete"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshots/status"]
-  verbs: ["update", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotcontents"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
@@ -26,41 +30,46 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
   verbs: ["patch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotclasses"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshots"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshots/status"]
-  verbs: ["update", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotcontents"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+# update, not patch: the pvc-as-source finalizer is written with the
+# resourceVersion of the copy it was computed from. Never delete.
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "update"]
+  verbs: ["list", "watch", "update"]
 - apiGroups: [""]
   resources: ["persistentvolumes"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 # Which drivers have a CSI side: their leader-election and heartbeat Leases
 # in any namespace (the no-CSI-side status error, docs/contract.md).
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 {{- if and .Values.controller .Values.controller.enableDistributedSnapshotting }}
 {{- /* Distributed snapshotting matches a volume's node affinity against the Nodes. */}}
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 {{- end }}
 {{ include "snapkeeper.rbac.eventRules" . }}
 {{- end }}
 
-{{/* The CSI side, in a driver's pods: contents, classes, the secrets the classes name. */}}
+{{/* The CSI side, in a driver's pods: contents, classes, the secrets the classes name.
+Secrets: get only, in any namespace, because a class names its secret's
+namespace (possibly a template of the snapshot's namespace); never list or
+watch, so the CSI side reads exactly the secrets that classes name. */}}
 {{- define "snapkeeper.rbac.csiSideRules" -}}
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotclasses"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["snapshot.storage.k8s.io"]
   resources: ["volumesnapshotcontents"]
   verbs: ["get", "list", "watch", "patch"]
@@ -69,7 +78,7 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
   verbs: ["patch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotclasses"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotcontents"]
   verbs: ["get", "list", "watch", "patch"]
@@ -84,22 +93,32 @@ put "snapkeeper.rbac.csiSideRules" into its own ClusterRole.
 
 {{/* The webhook reads what its rules look up, and writes nothing. */}}
 {{- define "snapkeeper.rbac.webhookRules" -}}
+# get: the live read of a class the informer does not hold yet.
 - apiGroups: ["snapshot.storage.k8s.io"]
-  resources: ["volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents"]
+  resources: ["volumesnapshotclasses"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshots", "volumesnapshotcontents"]
+  verbs: ["list", "watch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotclasses"]
   verbs: ["get", "list", "watch"]
 - apiGroups: [""]
-  resources: ["persistentvolumeclaims", "persistentvolumes"]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["list", "watch"]
+# get: the live read of the volume of a claim a group selector matches.
+- apiGroups: [""]
+  resources: ["persistentvolumes"]
   verbs: ["get", "list", "watch"]
+# Listed on demand (at most every 30 s), never watched.
 - apiGroups: ["populator.storage.k8s.io"]
   resources: ["volumepopulators"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list"]
 {{- end }}
 
+{{/* Events are recorded through the core API (create, and patch to count a repeat). */}}
 {{- define "snapkeeper.rbac.eventRules" -}}
-- apiGroups: ["", "events.k8s.io"]
+- apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end }}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,12 +22,15 @@ import (
 // podProcess runs one container of a Deployment stored on the API server as
 // a local process, the way the kubelet would: the container's arguments with
 // $(VAR) references expanded from its env, the ServiceAccount's token (from
-// the TokenRequest API) as its identity, and the given rewrites for what
-// differs on this machine (ports, paths of mounted volumes).
+// the TokenRequest API) as its identity, the securityContext's confinement
+// (confine_test.go), and the given rewrites for what differs on this
+// machine (ports, paths of mounted volumes).
 type podProcess struct {
 	namespace, deployment, container string
 	rewrite                          map[string]string // argument prefix -> replacement argument
 	extra                            []string
+	readable                         []string // local stand-ins of read-only volumes
+	writable                         []string // local stand-ins of writable volumes (emptyDir)
 }
 
 func (p podProcess) start(t *testing.T, env *framework.Env, bin string) *framework.Process {
@@ -74,17 +76,22 @@ func (p podProcess) start(t *testing.T, env *framework.Env, bin string) *framewo
 		t.Fatal(err)
 	}
 	args = append(append(args, "--kubeconfig="+kubeconfig), p.extra...)
-	proc, err := framework.StartProcess(dir, p.container, bin, args, "POD_NAMESPACE="+p.namespace)
+	conf := confinementOf(dep.Spec.Template.Spec, c, p.writable)
+	cmd, cmdArgs, confined := conf.wrap(t, bin, args, append(p.readable, dir)...)
+	proc, err := framework.StartProcess(dir, p.container, cmd, cmdArgs, "POD_NAMESPACE="+p.namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s/%s runs as %s with %v", p.deployment, p.container, dep.Spec.Template.Spec.ServiceAccountName, args)
+	t.Logf("%s/%s runs as %s with %v, confined: %v", p.deployment, p.container, dep.Spec.Template.Spec.ServiceAccountName, args, conf)
 	t.Cleanup(func() {
 		proc.Stop(10 * time.Second)
 		if t.Failed() {
 			t.Logf("log of %s:\n%s", p.container, proc.Tail(4000))
 		}
 	})
+	if confined {
+		conf.verify(t, proc.Pid(), bin)
+	}
 	return proc
 }
 
@@ -152,99 +159,6 @@ func waitHTTP(t *testing.T, proc *framework.Process, url string) {
 	})
 }
 
-// Our binaries, started with exactly the arguments the chart renders and
-// with the identity of the chart's ServiceAccounts: a snapshot goes ready
-// and a bad manifest is rejected, so the chart's RBAC is sufficient.
-func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
-	controllerBin := ownBinary(t, "cmd/controller")
-	webhookBin := ownBinary(t, "cmd/webhook")
-	env, h := clusterHelm(t)
-	ns, drvNS, apps := env.Namespace(t), env.Namespace(t), env.Namespace(t)
-
-	caBundle, certDir := existingTLSSecret(t, env, ns, "byo-tls", "sk-snapkeeper-webhook."+ns+".svc")
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=existingSecret",
-		"--set", "certificates.existingSecret.name=byo-tls", "--set", "certificates.existingSecret.caBundle=" + caBundle}, installArgs...)...)
-	uninstallOnCleanup(t, h, "sk", ns)
-	h.must(t, "install", "drv", driverChart(t), "--namespace", drvNS, "--set", "driver.name="+framework.MockDriverName)
-	uninstallOnCleanup(t, h, "drv", drvNS)
-
-	// The webhook, on loopback, with the Secret's files where the volume
-	// would be mounted.
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	webhook := podProcess{namespace: ns, deployment: "sk-snapkeeper-webhook", container: "webhook",
-		rewrite: map[string]string{
-			"--port=":                 fmt.Sprintf("--port=%d", port),
-			"--tls-cert-file=":        "--tls-cert-file=" + filepath.Join(certDir, "tls.crt"),
-			"--tls-private-key-file=": "--tls-private-key-file=" + filepath.Join(certDir, "tls.key"),
-		},
-		extra: []string{"--bind-address=127.0.0.1"},
-	}.start(t, env, webhookBin)
-	waitHTTP(t, webhook, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
-	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
-
-	httpAddr, err := framework.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	binder := podProcess{namespace: ns, deployment: "sk-snapkeeper-controller", container: "controller",
-		rewrite: map[string]string{"--http-endpoint=": "--http-endpoint=" + httpAddr}}.start(t, env, controllerBin)
-	waitHTTP(t, binder, "http://"+httpAddr+"/healthz")
-
-	drv := env.StartCSIDriver(t, framework.CSIDriverOptions{})
-	csiAddr, err := framework.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	csiSide := podProcess{namespace: drvNS, deployment: "drv-controller", container: "snapkeeper-csi-side",
-		rewrite: map[string]string{
-			"--csi-address=":   "--csi-address=" + drv.Socket,
-			"--http-endpoint=": "--http-endpoint=" + csiAddr,
-		}}.start(t, env, controllerBin)
-	waitHTTP(t, csiSide, "http://"+csiAddr+"/healthz")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// A bad manifest is rejected by the webhook: a secret name without its namespace.
-	bad := &snapv1.VolumeSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "bad-" + apps}, Driver: framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-		Parameters:     map[string]string{"csi.storage.k8s.io/snapshotter-secret-name": "only-the-name"},
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, bad, metav1.CreateOptions{}); err == nil ||
-		!strings.Contains(err.Error(), "volumesnapshotclasses.validation.snapkeeper.io") {
-		t.Fatalf("bad class: got %v, want a denial by the webhook", err)
-	}
-	runHelmTestScript(t, env, h, ns)
-	expectClaimsJudged(ctx, t, env, apps)
-
-	class := env.CreateSnapshotClass(t, framework.SnapshotClass("chart-"+apps, framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, false))
-	env.CreateBoundPVC(t, apps, "data", framework.PVCOptions{Driver: drv.Name})
-	vs := env.CreateSnapshot(t, framework.DynamicSnapshot(apps, "through-the-chart", "data", &class.Name))
-	env.WaitSnapshotReady(t, apps, vs.Name, 90*time.Second)
-	readyGroupThroughTheChart(ctx, t, env, apps)
-	// Every call the chart's RBAC refused shows up in the logs (events,
-	// leases, finalizer patches), even where the component carries on.
-	for _, proc := range []*framework.Process{webhook, binder, csiSide} {
-		for _, line := range strings.Split(proc.Tail(1<<20), "\n") {
-			if strings.Contains(line, "forbidden") {
-				t.Errorf("%s was refused something: %s", proc.Name, line)
-			}
-		}
-	}
-	for _, lease := range []struct{ ns, name string }{
-		{ns, "snapshot-controller-leader"},
-		{drvNS, "external-snapshotter-leader-" + strings.NewReplacer(".", "-").Replace(framework.MockDriverName)},
-	} {
-		l, err := env.Kube.CoordinationV1().Leases(lease.ns).Get(ctx, lease.name, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-			t.Errorf("Lease %s/%s: %v %+v", lease.ns, lease.name, err, l)
-		}
-	}
-}
-
 // The webhook binary in selfManaged mode, with the chart's arguments and
 // ServiceAccount: it creates its certificate, fills caBundle, and the API
 // server then sends it reviews it can answer.
@@ -279,7 +193,8 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 			"--self-managed-cert-dir=":  "--self-managed-cert-dir=" + dir,
 			"--self-managed-dns-names=": "--self-managed-dns-names=" + dnsNames + ",127.0.0.1",
 		},
-		extra: []string{"--bind-address=127.0.0.1"},
+		extra:    []string{"--bind-address=127.0.0.1"},
+		writable: []string{dir}, // the emptyDir the chart mounts for selfManaged certificates
 	}.start(t, env, webhookBin)
 	waitHTTP(t, webhook, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
 
@@ -318,37 +233,4 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 			t.Errorf("the webhook was refused something: %s", line)
 		}
 	}
-}
-
-// readyGroupThroughTheChart: a volume group snapshot of two claims becomes
-// ready under the chart's RBAC (the binder creates the member snapshots and
-// contents and writes the members' status).
-func readyGroupThroughTheChart(ctx context.Context, t *testing.T, env *framework.Env, ns string) {
-	t.Helper()
-	class := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "chart-group-" + ns, Annotations: map[string]string{"groupsnapshot.storage.kubernetes.io/is-default-class": "true"}},
-		Driver:     framework.MockDriverName, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
-	})
-	for _, name := range []string{"db-0", "db-1"} {
-		pvc := env.CreateBoundPVC(t, ns, name, framework.PVCOptions{Driver: framework.MockDriverName})
-		pvc.Labels = map[string]string{"app": "db"}
-		if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g := &groupv1.VolumeGroupSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
-		Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
-	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	env.WaitGroupReady(t, ns, "db", 90*time.Second)
 }

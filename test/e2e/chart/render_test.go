@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -278,77 +277,6 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 	})
 }
 
-func TestPodsFollowTheRestrictedProfileAndSpreadOut(t *testing.T) {
-	r := parseManifest(t, newHelm(t).template(t, kubeNew, "--set", "controller.priorityClassName=system-cluster-critical"))
-	for _, name := range []string{"snapkeeper-controller", "snapkeeper-webhook"} {
-		var dep appsv1.Deployment
-		r.into(t, "Deployment", name, &dep)
-		pod := dep.Spec.Template.Spec
-		if *dep.Spec.Replicas != 2 {
-			t.Errorf("%s: %d replicas", name, *dep.Spec.Replicas)
-		}
-		psc := pod.SecurityContext
-		if psc == nil || !*psc.RunAsNonRoot || *psc.RunAsUser != 65532 || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			t.Errorf("%s: pod securityContext %+v", name, psc)
-		}
-		for _, c := range pod.Containers {
-			sc := c.SecurityContext
-			if sc == nil || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-				t.Errorf("%s/%s: securityContext %+v", name, c.Name, sc)
-			}
-			if c.LivenessProbe == nil || c.ReadinessProbe == nil {
-				t.Errorf("%s/%s: probes missing", name, c.Name)
-			}
-			if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
-				t.Errorf("%s/%s: no memory request and limit", name, c.Name)
-			}
-		}
-		if len(pod.TopologySpreadConstraints) != 1 || pod.TopologySpreadConstraints[0].LabelSelector == nil {
-			t.Errorf("%s: topology spread %+v", name, pod.TopologySpreadConstraints)
-		}
-		var pdb policyv1.PodDisruptionBudget
-		r.into(t, "PodDisruptionBudget", name, &pdb)
-		if cmp.Diff(pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels) != "" {
-			t.Errorf("%s: PDB selects %v, Deployment %v", name, pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels)
-		}
-	}
-	var ctrl appsv1.Deployment
-	r.into(t, "Deployment", "snapkeeper-controller", &ctrl)
-	if ctrl.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" {
-		t.Error("priorityClassName not applied")
-	}
-	args := ctrl.Spec.Template.Spec.Containers[0].Args
-	for _, a := range []string{"--leader-election=true", "--leader-election-namespace=snapkeeper", "--components=binder"} {
-		if !slices.Contains(args, a) {
-			t.Errorf("controller args %v lack %s", args, a)
-		}
-	}
-}
-
-func TestRBACGrantsEachComponentOnlyWhatItUses(t *testing.T) {
-	r := parseManifest(t, newHelm(t).template(t, kubeNew, "--set", "certificates.mode=selfManaged"))
-	var ctrl, webhook rbacv1.ClusterRole
-	r.into(t, "ClusterRole", "snapkeeper-controller", &ctrl)
-	r.into(t, "ClusterRole", "snapkeeper-webhook", &webhook)
-	for _, rule := range ctrl.Rules {
-		if slices.Contains(rule.Resources, "secrets") {
-			t.Errorf("the binder may touch secrets: %+v", rule)
-		}
-	}
-	configs := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
-	patchesConfigs := false
-	for _, rule := range webhook.Rules {
-		writes := slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" })
-		if writes && (!slices.Equal(rule.ResourceNames, []string{"snapkeeper-webhook"}) || !slices.Equal(rule.Resources, configs)) {
-			t.Errorf("the webhook may write more than its own webhook configurations: %+v", rule)
-		}
-		patchesConfigs = patchesConfigs || (writes && slices.Equal(rule.Resources, configs))
-	}
-	if !patchesConfigs {
-		t.Error("selfManaged: the webhook may not patch caBundle of its validating and mutating configurations")
-	}
-}
-
 func TestCRDsAreTheGeneratedOnesWithTheKeepPolicyAndNoConversion(t *testing.T) {
 	h := newHelm(t)
 	r := parseManifest(t, h.template(t, kubeNew, "--set", "crds.labels.team=storage"))
@@ -434,6 +362,11 @@ func TestTheDriverChartExampleRendersTheCSISide(t *testing.T) {
 	}
 	if len(side.VolumeMounts) != 1 || side.VolumeMounts[0].Name != "socket-dir" {
 		t.Errorf("CSI side mounts %+v", side.VolumeMounts)
+	}
+	// Root only for the driver's root-owned socket (no runAsUser unless the
+	// driver chart passes one), and nothing else of root's.
+	if sc := side.SecurityContext; !restrictedContainer(sc, false) || sc.RunAsUser != nil {
+		t.Errorf("CSI side securityContext %+v", sc)
 	}
 	if k := r.kinds(); k["CustomResourceDefinition"] != 0 || k["ValidatingWebhookConfiguration"] != 0 || k["MutatingWebhookConfiguration"] != 0 {
 		t.Errorf("the subchart rendered more than templates: %v", k)
