@@ -21,11 +21,19 @@ const (
 	// ReasonNoCSISide (ours; the community has none): the content waits
 	// for a CSI side, and no CSI side holds a fresh Lease for its driver.
 	ReasonNoCSISide = "NoCSISide"
+	// ReasonSnapshotValidationError: the snapshot breaks the CRD's own
+	// rules (both sources or none; stored before the rules existed, or
+	// through a CRD without them). Nothing is done with it.
+	ReasonSnapshotValidationError = "SnapshotValidationError"
 
 	// On VolumeSnapshotContents, from the CSI side.
 	ReasonCreationFailed = "SnapshotCreationFailed"
 	ReasonCheckFailed    = "SnapshotContentCheckandUpdateFailed"
 	ReasonDeleteError    = "SnapshotDeleteError"
+	// ReasonContentValidationError: the content breaks the CRD's own rules
+	// (both handles or none, a reference without name or namespace); no
+	// CSI call is made for it.
+	ReasonContentValidationError = "ContentValidationError"
 )
 
 // Group snapshot event reasons, as the community controllers send them.

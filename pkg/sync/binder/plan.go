@@ -54,6 +54,13 @@ func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *prob
 		if err != nil {
 			return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed, "cannot find the node of PersistentVolume %q: %v", pv.Name, err)
 		}
+		if errs := validation.IsValidLabelValue(node); len(errs) > 0 {
+			// The API server would refuse the content on every retry.
+			return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
+				"Node %q of PersistentVolume %q cannot be the value of label %s on the content (%s), by which that node's CSI side finds it; "+
+					"distributed snapshotting needs node names that are valid label values: give the node a name of at most 63 characters, or snapshot this volume without --enable-distributed-snapshotting",
+				node, pv.Name, snapshot.LabelManagedBy, strings.Join(errs, "; "))
+		}
 		plan.node = node
 	}
 	if prob := plan.resolveSecret(vs); prob != nil {
@@ -124,13 +131,20 @@ func resolveSecret(kind, className string, params map[string]string, nameKey, na
 	if !hasName || !hasNS || nameT == "" || nsT == "" {
 		return "", "", problemf(reason, "%s %q must set both %s and %s, non-empty", kind, className, nameKey, namespaceKey)
 	}
-	name := snapshot.ResolveTemplate(nameT, vars)
-	ns := snapshot.ResolveTemplate(nsT, vars)
+	// Each side may use only its own tokens (snapshot.ResolveSecretTemplate):
+	// the webhook may have been bypassed when the class was stored.
+	pair, _ := snapshot.PairOf(nameKey)
+	name, ns, err := snapshot.ResolveSecretPair(pair, params, vars)
+	if err != nil {
+		return "", "", problemf(reason, "%s %q: %v", kind, className, err)
+	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return "", "", problemf(reason, "secret name %q from %s %q is invalid: %s", name, kind, className, strings.Join(errs, "; "))
+		return "", "", problemf(reason, "secret name %q from parameter %s of %s %q is invalid: %s; set it to a Secret name (lower-case letters, digits, '-' and '.')",
+			name, nameKey, kind, className, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return "", "", problemf(reason, "secret namespace %q from %s %q is invalid: %s", ns, kind, className, strings.Join(errs, "; "))
+		return "", "", problemf(reason, "secret namespace %q from parameter %s of %s %q is invalid: %s; set it to a namespace name (lower-case letters, digits and '-')",
+			ns, namespaceKey, kind, className, strings.Join(errs, "; "))
 	}
 	return name, ns, nil
 }

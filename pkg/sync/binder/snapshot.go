@@ -54,6 +54,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, key string) (workloop.Res
 	switch {
 	case vs.DeletionTimestamp != nil:
 		return c.deleting(ctx, vs)
+	case snapshot.SnapshotSpecError(vs) != "":
+		// Stored before the CRD's rules existed: shown once, never acted on.
+		return c.fail(ctx, vs, &problem{Reason: snapshot.ReasonSnapshotValidationError, Message: snapshot.SnapshotSpecError(vs)})
 	case vs.Spec.Source.VolumeSnapshotContentName != nil:
 		return c.preProvisioned(ctx, vs)
 	default:

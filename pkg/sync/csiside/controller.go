@@ -274,6 +274,11 @@ func (c *Controller) dispatch(ctx context.Context, content *snapv1.VolumeSnapsho
 		return c.syncDeleting(ctx, content)
 	case isGroupMember(content):
 		return workloop.Result{}, nil // the binder writes a member's status
+	case snapshot.ContentSpecError(content) != "":
+		// Stored before the CRD's rules existed: no CSI call, the error is
+		// shown once, and only a new version of the object brings it back.
+		_, err := c.setError(ctx, content, snapshot.ReasonContentValidationError, snapshot.ContentSpecError(content))
+		return workloop.Result{}, err
 	case isDynamic(content) && statusHandle(content) == "":
 		return c.syncCreating(ctx, content)
 	}

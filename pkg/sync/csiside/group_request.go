@@ -64,7 +64,5 @@ func (c *Controller) groupGetSecrets(ctx context.Context, content *groupv1.Volum
 	}
 	ref := content.Spec.VolumeGroupSnapshotRef
 	vars := snapshot.TemplateVars{ContentName: content.Name, SnapshotNamespace: ref.Namespace, SnapshotName: ref.Name}
-	return c.secret(ctx,
-		snapshot.ResolveTemplate(class.Parameters[snapshot.ParamGroupGetSecretNamespace], vars),
-		snapshot.ResolveTemplate(class.Parameters[snapshot.ParamGroupGetSecretName], vars))
+	return c.classSecret(ctx, "VolumeGroupSnapshotClass "+class.Name, class.Parameters, snapshot.ParamGroupGetSecretName, vars)
 }

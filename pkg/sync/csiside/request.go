@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/go-logr/logr"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -91,9 +95,31 @@ func (c *Controller) listSecrets(ctx context.Context, content *snapv1.VolumeSnap
 	}
 	ref := content.Spec.VolumeSnapshotRef
 	vars := snapshot.TemplateVars{ContentName: content.Name, SnapshotNamespace: ref.Namespace, SnapshotName: ref.Name}
-	return c.secret(ctx,
-		snapshot.ResolveTemplate(class.Parameters[snapshot.ParamListSecretNamespace], vars),
-		snapshot.ResolveTemplate(class.Parameters[snapshot.ParamListSecretName], vars))
+	return c.classSecret(ctx, "VolumeSnapshotClass "+class.Name, class.Parameters, snapshot.ParamListSecretName, vars)
+}
+
+// classSecret reads the Secret a class names through the parameter pair of
+// nameKey, its templates resolved with vars. Each side may use only its
+// own tokens, and the results must be a valid name and namespace: the
+// class may have been stored while the webhook was absent, and a template
+// the user's names can steer must not reach another namespace's Secrets
+// (snapshot.ResolveSecretTemplate).
+func (c *Controller) classSecret(ctx context.Context, class string, params map[string]string, nameKey string, vars snapshot.TemplateVars) (map[string]string, error) {
+	pair, _ := snapshot.PairOf(nameKey)
+	name, namespace, err := snapshot.ResolveSecretPair(pair, params, vars)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", class, err)
+	}
+	if name == "" && namespace == "" {
+		return nil, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); name != "" && len(errs) > 0 {
+		return nil, fmt.Errorf("%s: secret name %q from parameter %s is invalid: %s; set it to a Secret name", class, name, pair.NameKey, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Label(namespace); namespace != "" && len(errs) > 0 {
+		return nil, fmt.Errorf("%s: secret namespace %q from parameter %s is invalid: %s; set it to a namespace name", class, namespace, pair.NamespaceKey, strings.Join(errs, "; "))
+	}
+	return c.secret(ctx, namespace, name)
 }
 
 // secret reads a Secret's data for a CSI call. The values go to the driver
@@ -105,7 +131,7 @@ func (c *Controller) secret(ctx context.Context, namespace, name string) (map[st
 	case namespace == "" || name == "":
 		return nil, fmt.Errorf("secret reference needs both a name and a namespace (name %q, namespace %q)", name, namespace)
 	}
-	s, err := c.cfg.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := c.cfg.Kube.CoreV1().Secrets(namespace).Get(withoutBodyLogs(ctx), name, metav1.GetOptions{})
 	if err != nil {
 		return nil, secretReadError(namespace, name, err)
 	}
@@ -114,6 +140,16 @@ func (c *Controller) secret(ctx context.Context, namespace, name string) (map[st
 		out[k] = string(v)
 	}
 	return out, nil
+}
+
+// withoutBodyLogs is ctx for a request whose answer holds Secret data.
+// client-go logs request and response bodies through the context's logger
+// from -v=8 on (a Secret's data, base64 in JSON, raw bytes in a protobuf
+// hex dump), and the request's URL and headers from -v=6 on; with a logger
+// that discards everything, a controller run at -v=10 to debug something
+// else does not write the credentials into its log.
+func withoutBodyLogs(ctx context.Context) context.Context {
+	return klog.NewContext(ctx, logr.Discard())
 }
 
 // The CSI client (pkg/csi) bounds every call by --timeout; the calls here
