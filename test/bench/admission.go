@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -28,6 +29,11 @@ type latencyRow struct {
 	N           int
 	P50, P99    time.Duration
 	PerSecond   float64
+	// Through the API server: who sent the requests, the 429s the API
+	// server answered and the APF priority levels that dispatched them.
+	Identity string
+	Code429  float64
+	Levels   string
 }
 
 type admissionResult struct {
@@ -69,20 +75,12 @@ type admissionRequest struct {
 }
 
 func admission(ctx context.Context, o admissionOptions, res *admissionResult) (err error) {
-	logf("[admission] starting a control plane and the webhook")
-	env, err := framework.StartWith(ctx, planeOptions)
-	if err != nil {
-		return fmt.Errorf("control plane: %w", err)
-	}
-	defer stopEnv(env, o.keep, &err)
-	cl, err := newClients(env)
+	b, err := newBed(ctx, "admission", "webhook", o.keep)
 	if err != nil {
 		return err
 	}
-	dir, err := mkdir(env, "webhook")
-	if err != nil {
-		return err
-	}
+	defer b.close(&err)
+	env, cl, dir := b.env, b.cl, b.dir
 	kc, err := kubeconfigFor(env, roleWebhook)
 	if err != nil {
 		return err
@@ -101,6 +99,16 @@ func admission(ctx context.Context, o admissionOptions, res *admissionResult) (e
 	if err != nil {
 		return err
 	}
+	appliers, err := newAppliers(ctx, env, slices.Max(o.levels))
+	if err != nil {
+		return err
+	}
+	// The authorizer learns of the new RoleBinding from its informers.
+	for _, r := range reqs {
+		if err := retry(ctx, 30*time.Second, func() error { return r.dryRun(ctx, appliers[len(appliers)-1]) }); err != nil {
+			return fmt.Errorf("%s as an applier: %w", r.name, err)
+		}
+	}
 	// The webhook reads the fixture from informers: wait until it admits
 	// the restore through the API server.
 	if err := retry(ctx, 30*time.Second, func() error { return reqs[0].dryRun(ctx, cl) }); err != nil {
@@ -116,7 +124,7 @@ func admission(ctx context.Context, o admissionOptions, res *admissionResult) (e
 			logf("[admission] %s %s c=%d p50=%s p99=%s", row.Request, row.Path, c, row.P50, row.P99)
 		}
 		for _, c := range o.levels {
-			row, err := apiLatency(ctx, cl, r, "API server + webhook", c, o.apiRequests)
+			row, err := apiLatency(ctx, b.api, appliers, r, "API server + webhook", c, o.apiRequests)
 			if err != nil {
 				return err
 			}
@@ -132,7 +140,7 @@ func admission(ctx context.Context, o admissionOptions, res *admissionResult) (e
 	}
 	for _, r := range reqs {
 		for _, c := range o.levels {
-			row, err := apiLatency(ctx, cl, r, "API server alone", c, o.apiRequests)
+			row, err := apiLatency(ctx, b.api, appliers, r, "API server alone", c, o.apiRequests)
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func directLatency(ctx context.Context, wh *framework.Webhook, r admissionReques
 	hc := wh.Client()
 	hc.Transport.(*http.Transport).MaxIdleConnsPerHost = conc
 	url := "https://" + wh.Addr + r.path
-	send := func(ctx context.Context) error {
+	send := func(ctx context.Context, _ int) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(r.review))
 		if err != nil {
 			return err
@@ -58,26 +58,49 @@ func directLatency(ctx context.Context, wh *framework.Webhook, r admissionReques
 	return row(r.name, "webhook (direct)", conc, lat, elapsed), nil
 }
 
-func apiLatency(ctx context.Context, cl *clients, r admissionRequest, path string, conc, n int) (latencyRow, error) {
-	send := func(ctx context.Context) error { return r.dryRun(ctx, cl) }
+// apiLatency sends dry-run creates through the API server, request i as
+// applier i mod len(as), and counts the API server's 429s and where APF
+// dispatched them.
+func apiLatency(ctx context.Context, api *apiServer, as []*clients, r admissionRequest, path string, conc, n int) (latencyRow, error) {
+	send := func(ctx context.Context, i int) error { return r.dryRun(ctx, as[i%len(as)]) }
 	if _, _, err := load(ctx, conc, 4*conc, send); err != nil {
+		return latencyRow{}, err
+	}
+	press, err := api.apiPressure(ctx)
+	if err != nil {
+		return latencyRow{}, err
+	}
+	levels, err := api.dispatched(ctx)
+	if err != nil {
 		return latencyRow{}, err
 	}
 	lat, elapsed, err := load(ctx, conc, n, send)
 	if err != nil {
 		return latencyRow{}, fmt.Errorf("%s via %s: %w", r.name, path, err)
 	}
-	return row(r.name, path, conc, lat, elapsed), nil
+	out := row(r.name, path, conc, lat, elapsed)
+	out.Identity = fmt.Sprintf("%d ServiceAccounts", min(len(as), n))
+	pressAfter, err := api.apiPressure(ctx)
+	if err != nil {
+		return out, err
+	}
+	levelsAfter, err := api.dispatched(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Code429 = pressAfter.Code429 - press.Code429
+	out.Levels = mainLevels(levels, levelsAfter, n)
+	return out, nil
 }
 
 // load sends n requests from conc goroutines and returns each latency.
-func load(ctx context.Context, conc, n int, send func(context.Context) error) ([]time.Duration, time.Duration, error) {
+func load(ctx context.Context, conc, n int, send func(ctx context.Context, i int) error) ([]time.Duration, time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var mu sync.Mutex
 	start := time.Now()
 	err := parallel(ctx, n, conc, func(ctx context.Context, i int) error {
 		t := time.Now()
-		err := send(ctx)
+		err := send(ctx, i)
 		d := time.Since(t)
 		mu.Lock()
 		lat[i] = d

@@ -94,8 +94,14 @@ type clients struct {
 }
 
 func newClients(env *framework.Env) (*clients, error) {
+	return newClientsFor(env.Config)
+}
+
+// newClientsFor is newClients for another identity (config), still without
+// a client-side limit.
+func newClientsFor(config *rest.Config) (*clients, error) {
 	own := newOwnWrites()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(config)
 	cfg.QPS = -1
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, own: own} }
 	kube, err := kubernetes.NewForConfig(cfg)

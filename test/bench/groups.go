@@ -53,40 +53,25 @@ func runGroups(ctx context.Context, sys *system, o groupOptions) *groupResult {
 }
 
 func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupResult) (err error) {
-	logf("[groups %s] starting a control plane", sys.ID)
-	env, err := framework.StartWith(ctx, planeOptions)
-	if err != nil {
-		return fmt.Errorf("control plane: %w", err)
-	}
-	defer stopEnv(env, o.keep, &err)
-	cl, err := newClients(env)
+	b, err := newBed(ctx, "groups "+sys.ID, "groups-"+sys.ID, o.keep)
 	if err != nil {
 		return err
 	}
-	api := newAPIServer(env)
-	plane := append(findPids("bin/kube-apiserver", env.Dir), findPids("bin/etcd", env.Dir)...)
+	defer b.close(&err)
+	env, cl := b.env, b.cl
 	logf("[groups %s] binding %d labelled PVCs (%d groups of %d)", sys.ID, o.groups*o.size, o.groups, o.size)
 	if err := prepareGroups(ctx, env, o.groups, o.size); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	dir, err := mkdir(env, "groups-"+sys.ID)
-	if err != nil {
+	if err := b.startDriver(driverOptions(false, "")); err != nil {
 		return err
 	}
-	drv, err := framework.StartCSIDriver(dir, framework.CSIDriverOptions{})
-	if err != nil {
+	if _, err := b.startSystem(sys, startOpts{extra: []string{groupGate}}); err != nil {
 		return err
 	}
-	defer drv.Stop()
-	run, err := sys.start(env, dir, drv.Socket, groupGate)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", sys.ID, err)
-	}
-	defer run.Stop()
-	defer withRefusals(run, &err)
 	timeout := 2*time.Minute + time.Duration(o.groups*o.size)*sys.perSnapshotBudget
 
-	mark, err := takeMark(ctx, api, cl, drv, run, plane, o.quiet)
+	mark, err := b.mark(ctx, o.quiet)
 	if err != nil {
 		return err
 	}
@@ -106,7 +91,7 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 	}
 	res.Create.Issued = time.Since(start)
 	var last string
-	err = pollUntil(ctx, timeout, run.exited, func() (bool, error) {
+	err = pollUntil(ctx, timeout, b.exited, func() (bool, error) {
 		ready, members, err := groupsReady(ctx, env)
 		last = fmt.Sprintf("%d of %d groups and %d of %d members ready", ready, o.groups, members, o.groups*o.size)
 		return ready == o.groups && members == o.groups*o.size, err
@@ -139,9 +124,9 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 		return fmt.Errorf("delete groups: %w", err)
 	}
 	res.Delete.Issued = time.Since(start)
-	err = pollUntil(ctx, timeout, run.exited, func() (bool, error) {
+	err = pollUntil(ctx, timeout, b.exited, func() (bool, error) {
 		var gone bool
-		gone, last, err = groupsGone(ctx, env, drv)
+		gone, last, err = groupsGone(ctx, env, b.drv)
 		return gone, err
 	})
 	res.Delete.Duration = time.Since(start)
@@ -157,7 +142,7 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 		return err
 	}
 	res.Delete.Events = subEvents(events, res.Create.Events)
-	return run.exited()
+	return b.exited()
 }
 
 // prepareGroups creates the namespace, the claims of every group (bound,

@@ -25,14 +25,8 @@ func describeMachine() [][2]string {
 		}
 	}
 	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "MemTotal:") {
-				var kb int64
-				fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "MemTotal:")), "%d", &kb)
-				mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
-			}
-		}
+	if kb := memTotalkB(); kb > 0 {
+		mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	return [][2]string{
@@ -42,6 +36,22 @@ func describeMachine() [][2]string {
 		{"Go", runtime.Version()},
 		{"note", "the machine is shared with other engineers' builds and tests; times vary from run to run"},
 	}
+}
+
+// memTotalkB is the machine's memory (MemTotal), 0 when unknown.
+func memTotalkB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb
+		}
+	}
+	return 0
 }
 
 // treeState is the commit the benchmark measured and whether the working

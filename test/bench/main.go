@@ -16,8 +16,12 @@
 // without -allow-dirty; its analysis is generated. A steady-state run
 // restarts each system over M ready snapshots, a group scenario creates and
 // deletes G volume group snapshots of K claims each (test/bench/groups.go),
-// and the admission webhook's
-// latency is measured directly and through the API server. The command exits
+// and the admission webhook's latency is measured directly and through the
+// API server (sent by ServiceAccounts, under APF). Then the scale runs repeat
+// the scenario at several N (-scale; above -scale-dynamic-max the snapshots
+// are seeded ready, test/bench/scale.go), and a cold start seeds M ready
+// snapshots and starts each system over them (-cold-start-m,
+// test/bench/steady.go). The command exits
 // non-zero when a snapshot does not become ready in time, a backend snapshot
 // is left behind, or a run fails.
 package main
@@ -63,6 +67,12 @@ type options struct {
 	adminControllers  bool
 	csiLatency        bool
 	csiReadyAfter     string
+	scale             string
+	scaleSystems      string
+	scaleDynamicMax   int
+	coldStartM        int
+	coldStartSystems  string
+	seedConc          int
 }
 
 // planeOptions is the control plane every run starts: production-like
@@ -87,8 +97,14 @@ func main() {
 	fs.IntVar(&o.ceilingConc, "ceiling-concurrency", 64, "Goroutines of the write-ceiling measurement.")
 	fs.DurationVar(&o.quiet, "quiet", 3*time.Second, "A window ends when no API write happened for this long.")
 	fs.IntVar(&o.steadyM, "steady-m", 5000, "Ready snapshots held during the steady-state restart (0 skips it).")
-	fs.DurationVar(&o.steadyIdle, "steady-idle", 60*time.Second, "Idle window after the restart in which writes and CSI calls are counted.")
+	fs.DurationVar(&o.steadyIdle, "steady-idle", 60*time.Second, "Least window after a restart or cold start in which writes and CSI calls are counted (it runs on until the controllers are idle for -quiet).")
 	fs.StringVar(&o.steadySystems, "steady-systems", "ours,community-tuned", "Systems for the steady-state restart.")
+	fs.IntVar(&o.coldStartM, "cold-start-m", 100000, "Ready snapshots (with their contents) seeded directly in the API server, over which each of -cold-start-systems starts cold (0 skips it).")
+	fs.StringVar(&o.coldStartSystems, "cold-start-systems", "ours,community-tuned,community-equal", "Systems for the cold start, one after the other over the same seeded control plane.")
+	fs.IntVar(&o.seedConc, "seed-concurrency", 128, "Goroutines seeding ready snapshots (cold start, seeded scale runs).")
+	fs.StringVar(&o.scale, "scale", "500,5000,20000", "Snapshot counts of the scale runs, comma-separated (empty skips them).")
+	fs.StringVar(&o.scaleSystems, "scale-systems", "ours,community-equal", "Systems for the scale runs.")
+	fs.IntVar(&o.scaleDynamicMax, "scale-dynamic-max", 5000, "Largest N of a scale run whose snapshots are created through the system; above it they are seeded ready and the system starts over them before the delete phase.")
 	fs.IntVar(&o.groups, "groups", 20, "Volume group snapshots in the group scenario (0 skips it).")
 	fs.IntVar(&o.groupSize, "group-size", 5, "Claims (members) per volume group snapshot.")
 	fs.StringVar(&o.groupSystems, "group-systems", "ours,community-tuned", "Systems for the group scenario.")
@@ -114,13 +130,13 @@ func run(ctx context.Context, o options, args string) int {
 		}
 	}
 	oursArgs := strings.Fields(o.oursArgs)
-	systems, err := pick(o.systems, o.skipCommunity, oursArgs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems} {
+		if _, err := pick(list, o.skipCommunity, oursArgs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
-	steadySystems, err := pick(o.steadySystems, o.skipCommunity, oursArgs)
-	if err != nil {
+	if _, err := parseScale(o.scale); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -153,66 +169,9 @@ func run(ctx context.Context, o options, args string) int {
 		}
 	}
 
-scenarios:
-	for i := 0; i < max(o.repeats, 1); i++ {
-		for _, sys := range systems {
-			so := scenarioOptions{n: o.n, createConc: o.createConc, ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep, csiLatency: o.csiLatency, csiReadyAfter: o.csiReadyAfter}
-			if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
-				so.n = o.communityDefaultN
-			}
-			logf("[%s] run %d of %d", sys.ID, i+1, max(o.repeats, 1))
-			r := runScenario(ctx, sys, so)
-			r.Run = i + 1
-			if r.Err != nil {
-				logf("[%s] FAILED: %v", sys.ID, r.Err)
-			}
-			rep.scenarios = append(rep.scenarios, r)
-			flush()
-			if ctx.Err() != nil {
-				break scenarios
-			}
-		}
-	}
-	if o.steadyM > 0 && ctx.Err() == nil {
-		for _, sys := range steadySystems {
-			if sys.ID == sysCommunityDefault {
-				logf("[steady] community-default would need hours to fill %d snapshots at QPS 5; skipped", o.steadyM)
-				continue
-			}
-			r := runSteady(ctx, sys, steadyOptions{m: o.steadyM, createConc: o.createConc, idle: o.steadyIdle, quiet: o.quiet, keep: o.keep})
-			if r.Err != nil {
-				logf("[steady %s] FAILED: %v", sys.ID, r.Err)
-			}
-			rep.steady = append(rep.steady, r)
-			flush()
-			if ctx.Err() != nil {
-				break
-			}
-		}
-	}
-	if o.groups > 0 && ctx.Err() == nil {
-		groupSystems, err := pick(o.groupSystems, o.skipCommunity, oursArgs)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 2
-		}
-		for _, sys := range groupSystems {
-			r := runGroups(ctx, sys, groupOptions{groups: o.groups, size: o.groupSize, conc: o.createConc, quiet: o.quiet, keep: o.keep})
-			if r.Err != nil {
-				logf("[groups %s] FAILED: %v", sys.ID, r.Err)
-			}
-			rep.groups = append(rep.groups, r)
-			flush()
-			if ctx.Err() != nil {
-				break
-			}
-		}
-	}
-	if o.admission && ctx.Err() == nil {
-		rep.admission = runAdmission(ctx, admissionOptions{requests: o.admissionRequests, apiRequests: o.admissionAPIReqs, levels: []int{1, 16, 64}, keep: o.keep})
-		if rep.admission.Err != nil {
-			logf("[admission] FAILED: %v", rep.admission.Err)
-		}
+	if err := runStages(ctx, o, rep, oursArgs, flush); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
 	rep.finished = time.Now()
 	rep.loadEnd = loadAvg()

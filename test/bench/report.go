@@ -15,6 +15,8 @@ type report struct {
 	machine   [][2]string
 	scenarios []*scenarioResult
 	steady    []*steadyResult
+	cold      []*steadyResult
+	scale     []*scenarioResult
 	groups    []*groupResult
 	admission *admissionResult
 	tree      treeState
@@ -39,9 +41,18 @@ func (r *report) failures() []string {
 			out = append(out, fmt.Sprintf("scenario %s, run %d (N=%d): %v", s.System.ID, s.Run, s.N, s.Err))
 		}
 	}
-	for _, s := range r.steady {
+	for _, s := range append(append([]*steadyResult(nil), r.steady...), r.cold...) {
 		if s.Err != nil {
-			out = append(out, fmt.Sprintf("steady state %s (M=%d): %v", s.System.ID, s.M, s.Err))
+			what := "steady state"
+			if s.Direct {
+				what = "cold start"
+			}
+			out = append(out, fmt.Sprintf("%s %s (M=%d): %v", what, s.System.ID, s.M, s.Err))
+		}
+	}
+	for _, s := range r.scale {
+		if s.Err != nil {
+			out = append(out, fmt.Sprintf("scale %s (N=%d, %s): %v", s.System.ID, s.N, pathOf(s.Seeded), s.Err))
 		}
 	}
 	for _, g := range r.groups {
@@ -111,7 +122,10 @@ func (r *report) markdown() string {
 	r.scenarioSection(&b)
 	r.targetsSection(&b)
 	r.detailSections(&b)
+	r.waitingSection(&b)
+	r.scaleSection(&b)
 	r.steadySection(&b)
+	r.coldSection(&b)
 	r.groupSection(&b)
 	r.admissionSection(&b)
 	b.WriteString(costModel)

@@ -56,11 +56,22 @@ func (r *report) targetsSection(b *strings.Builder) {
 			p("| all-ready in at most 1/100 of the default community pair's time | %s vs %s%s: 1/%.0f | %s |", secs(ready), secs(t), how, t.Seconds()/ready.Seconds(), verdict(ready*100 <= t))
 		}
 	}
-	if steadyOurs != nil {
-		w := steadyOurs.Writes.Total(nil)
-		p("| restart over %d ready snapshots: 0 API writes | %.0f | %s |", steadyOurs.M, w, verdict(w == 0))
-		c := snapshotCalls(steadyOurs.Calls)
-		p("| restart over %d ready snapshots: 0 snapshot CSI calls | %d | %s |", steadyOurs.M, c, verdict(c == 0))
+	for _, s := range append([]*steadyResult{steadyOurs}, r.oursCold()) {
+		if s == nil {
+			continue
+		}
+		what := "restart"
+		if s.Direct {
+			what = "cold start"
+		}
+		w := s.Start.Writes.Total(nil)
+		p("| %s over %d ready snapshots: 0 API writes | %.0f | %s |", what, s.M, w, verdict(w == 0))
+		c := snapshotCalls(s.Start.Calls)
+		p("| %s over %d ready snapshots: 0 snapshot CSI calls | %d | %s |", what, s.M, c, verdict(c == 0))
+	}
+	if o := r.scenario(sysOurs); o != nil && o.Waiting != nil && o.Waiting.Snapshots > 0 {
+		w := float64(o.Waiting.writesTotal()) / float64(o.Waiting.Snapshots)
+		p("| 0 API writes per snapshot while the driver says not ready (`-csi-ready-after=%s`) | %.2f | %s |", r.opts.csiReadyAfter, w, verdict(w == 0))
 	}
 	if r.admission != nil && !r.admission.Missing && r.admission.Err == nil {
 		for _, c := range []int{1, 16, 64} {
@@ -181,70 +192,22 @@ func (r *report) detailSections(b *strings.Builder) {
 	}
 }
 
+// oursCold is snapkeeper's successful cold start, if any.
+func (r *report) oursCold() *steadyResult {
+	for _, s := range r.cold {
+		if s.System.ID == sysOurs && s.Err == nil {
+			return s
+		}
+	}
+	return nil
+}
+
 func sortedWriteKeys(m map[writeKey]bool) []writeKey {
 	w := newWriteCounts()
 	for k := range m {
 		w.ByKey[k] = 1
 	}
 	return w.Keys()
-}
-
-func (r *report) steadySection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	p("## Steady state: restart over %d ready snapshots", r.opts.steadyM)
-	p("")
-	if len(r.steady) == 0 {
-		p("(not run)")
-		p("")
-		return
-	}
-	p("A fresh control plane holds M ready snapshots (made by the system itself); the controllers are stopped and")
-	p("started again, and every API write and CSI call is counted from the new start until the end of an idle")
-	p("window of %s. A restart lists every object into fresh informers and hands each one to the sync", r.opts.steadyIdle)
-	p("functions once, which is the forced full resync that issue 7 allows in place of 10 idle minutes; the")
-	p("community pair's periodic resync (15 min) and our safety re-check (5 min, only objects that wait) fall")
-	p("outside a window shorter than that. The community pair runs with QPS 100/burst 200/100 workers here")
-	p("(filling %d snapshots at QPS 5 would take hours).", r.opts.steadyM)
-	p("")
-	p("| | %s |", joinCols(r.steady, func(s *steadyResult) string { return s.System.Label }))
-	p("|---|%s", strings.Repeat("---|", len(r.steady)))
-	row := func(name string, f func(s *steadyResult) string) {
-		p("| %s | %s |", name, joinCols(r.steady, func(s *steadyResult) string {
-			if s.Err != nil {
-				return "FAILED"
-			}
-			return f(s)
-		}))
-	}
-	row("M (ready snapshots)", func(s *steadyResult) string { return fmt.Sprint(s.M) })
-	row("time to make them ready", func(s *steadyResult) string { return secs(s.FillTime) })
-	row("restart to ready (ours: /readyz; community: metrics up + 2 s for the informers)", func(s *steadyResult) string { return secs(s.RestartTime) })
-	row("**API writes during restart + idle**", func(s *steadyResult) string { return fmt.Sprintf("**%.0f**", s.Writes.Total(nil)) })
-	row("writes by verb and resource", func(s *steadyResult) string {
-		var parts []string
-		for _, k := range s.Writes.Keys() {
-			parts = append(parts, fmt.Sprintf("%s: %.0f", k, s.Writes.ByKey[k]))
-		}
-		if len(parts) == 0 {
-			return "none"
-		}
-		return strings.Join(parts, "<br>")
-	})
-	row("**snapshot CSI calls**", func(s *steadyResult) string { return fmt.Sprintf("**%d**", snapshotCalls(s.Calls)) })
-	row("all CSI calls", func(s *steadyResult) string {
-		var parts []string
-		for _, k := range sortedKeys(s.Calls) {
-			parts = append(parts, fmt.Sprintf("%s: %d", k, s.Calls[k]))
-		}
-		if len(parts) == 0 {
-			return "none"
-		}
-		return strings.Join(parts, "<br>")
-	})
-	row("controller CPU over the window", func(s *steadyResult) string { return fmt.Sprintf("%.2f s", s.CPU.Seconds()) })
-	row("RSS before the restart (all cached)", func(s *steadyResult) string { return mib(s.RSSBeforekB) })
-	row("RSS at the end of the window / peak", func(s *steadyResult) string { return mib(s.RSSkB) + " / " + mib(s.HWMkB) })
-	p("")
 }
 
 func mib(kb int64) string { return fmt.Sprintf("%.0f MiB", float64(kb)/1024) }
@@ -268,13 +231,20 @@ func (r *report) admissionSection(b *strings.Builder) {
 		p("\"API server + webhook\" is a dry-run create through the API server, which calls the webhook; \"API")
 		p("server alone\" is the same dry-run after the webhook was unregistered, so the difference is what the")
 		p("webhook adds. The restore is checked against a ready snapshot, its content and its size; the dynamic")
-		p("snapshot against its PVC and the default class. The load generator shares the machine's cores with the")
-		p("webhook and the API server, so at concurrency 16 and 64 the figures include CPU queueing of all three.")
+		p("snapshot against its PVC and the default class. Through the API server the requests are sent by ServiceAccounts")
+		p("(`%s00`, ... in namespace %s, allowed to create claims and VolumeSnapshots there), request i as account", applierPrefix, benchNamespace)
+		p("i mod their number: not system:masters, so API Priority and Fairness applies to them as to a user's tools (the")
+		p("last column shows the priority level that dispatched them). The load generator shares the machine's cores with")
+		p("the webhook and the API server, so at concurrency 16 and 64 the figures include CPU queueing of all three.")
 		p("")
-		p("| request | path | concurrency | requests | p50 | p99 | requests/s |")
-		p("|---|---|---|---|---|---|---|")
+		p("| request | path | concurrency | requests | p50 | p99 | requests/s | sent as | 429s | APF priority level (requests) |")
+		p("|---|---|---|---|---|---|---|---|---|---|")
 		for _, row := range r.admission.Rows {
-			p("| %s | %s | %d | %d | %s | %s | %.0f |", row.Request, row.Path, row.Concurrency, row.N, ms(row.P50), ms(row.P99), row.PerSecond)
+			id, rej, lv := "-", "-", "-"
+			if row.Identity != "" {
+				id, rej, lv = row.Identity, fmt.Sprintf("%.0f", row.Code429), row.Levels
+			}
+			p("| %s | %s | %d | %d | %s | %s | %.0f | %s | %s | %s |", row.Request, row.Path, row.Concurrency, row.N, ms(row.P50), ms(row.P99), row.PerSecond, id, rej, lv)
 		}
 	}
 	p("")

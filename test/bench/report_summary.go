@@ -167,15 +167,13 @@ func labelOf(r *report, id string) string {
 // contractWrites is the cost model's create: 7 writes per snapshot.
 const contractWrites = 7
 
-// analysisSection is written from the figures of this run alone.
-func (r *report) analysisSection(b *strings.Builder) {
+// scenarioAnalysis is the analysis of the main scenario, from the figures
+// of this run alone.
+func (r *report) scenarioAnalysis(b *strings.Builder) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	p("## Analysis (generated from the figures below)")
-	p("")
 	ids, ok, all := r.runsOf()
 	if len(ids) == 0 {
-		p("No scenario ran.")
-		p("")
+		p("- The main scenario did not run.")
 		return
 	}
 	if r.tree.dirty != "" {
@@ -198,8 +196,7 @@ func (r *report) analysisSection(b *strings.Builder) {
 		}
 	}
 	if len(es) == 0 {
-		p("- Every run failed.")
-		p("")
+		p("- Every run of the main scenario failed.")
 		return
 	}
 	fastest, fastestDel := es[0], es[0]
@@ -248,14 +245,6 @@ func (r *report) analysisSection(b *strings.Builder) {
 		w := spreadOf(ok[e.id], func(s *scenarioResult) float64 { return s.Create.Writes.Total(isNotEvent) / float64(s.N) })
 		p("- %s wrote %.2f API writes per snapshot to create (median).", labelOf(r, e.id), w.med)
 	}
-	if r.opts.csiLatency || r.opts.csiReadyAfter != "" {
-		var parts []string
-		for _, s := range r.medianRuns() {
-			parts = append(parts, fmt.Sprintf("%s %s CSI calls and %s API writes", s.System.Label,
-				per(float64(snapshotCalls(s.Create.Calls)), s.N), per(s.Create.Writes.Total(isNotEvent), s.N)))
-		}
-		p("- With the slow driver (%s), per snapshot until all were ready (median run): %s.", r.driverNote(), strings.Join(parts, "; "))
-	}
 	for _, e := range es {
 		var runs int
 		for _, s := range ok[e.id] {
@@ -286,7 +275,6 @@ func (r *report) analysisSection(b *strings.Builder) {
 	} else {
 		p("- The API server pushed back: %s.", strings.Join(rejected, "; "))
 	}
-	p("")
 }
 
 func short(c string) string {

@@ -38,7 +38,7 @@ const method = `## How it is measured
   the PVC finalizer removal after the snapshot is ready, are in). The benchmark's own writes in a window
   (the N creates or deletes) go through a transport that counts every request, retries included, and are
   subtracted exactly. Leases are ignored: the API server renews its own identity Lease on a timer, and no
-  system here runs leader election (snapkeeper's CSI side renews a heartbeat Lease per driver on a timer, not per snapshot: not counted). Events are writes to ` + "`events`" + ` (core and events.k8s.io); "events per
+  system here runs leader election (snapkeeper's CSI side renews a heartbeat Lease per driver on a timer, not per snapshot: not counted). Reviews (SelfSubjectAccessReview and the like, POSTs that store nothing) are not writes either. Events are writes to ` + "`events`" + ` (core and events.k8s.io); "events per
   snapshot" counts emitted events: creates (POST) plus the patches by which client-go's event correlator
   folds a repeat of the same event into the existing object (its ` + "`count`" + `); the event table lists them by
   object kind and reason from the event objects' counts.
@@ -86,6 +86,26 @@ const method = `## How it is measured
   ` + "`--http-endpoint`" + `, ` + "`--leader-election=false`" + ` (and ` + "`--csi-address`" + ` for the sidecar): at its
   defaults (QPS 5, burst 10, 10 workers), tuned (QPS 100, burst 200, 100 workers) and with snapkeeper's
   defaults as read from the built controller's ` + "`-h`" + ` (community-equal).
+- **Scale** (` + "`-scale`" + `, ` + "`-scale-systems`" + `): the scenario once per N and system, on a fresh control plane each,
+  without the ceiling measurement and with the plain driver. Up to ` + "`-scale-dynamic-max`" + ` the snapshots are created
+  through the system; above it they are seeded ready (as for the cold start) and the system's start over them
+  replaces the create phase. Growth per 10× N is (figure at N₂ ÷ figure at N₁)^(1 ÷ log₁₀(N₂ ÷ N₁)).
+- **Restart and cold start**: the window opens when the new processes start and closes once no API write has
+  happened and the controllers' CPU stayed under 5% of a core (sampled every quarter of ` + "`-quiet`" + `) for
+  ` + "`-quiet`" + `, and not before ` + "`-steady-idle`" + `; "idle" is the last write or busy sample. For the cold start, the
+  objects are written by the benchmark's admin client (` + "`-seed-concurrency`" + ` goroutines, no client-side limit,
+  statuses through the status subresource), and the mock driver is given every handle by a CreateSnapshot under
+  the name a controller would use; the systems start one after the other over the same objects. Memory per
+  snapshot is the summed VmHWM of the processes over M snapshots minus their VmHWM when started over none on
+  the same control plane, divided by M.
+- **While the driver says not ready** (` + "`-csi-ready-after`" + `): the mock's call log is read during the create
+  phase; a snapshot's interval runs from the driver's first answer about it until that answer's time plus its
+  delay (the mock's own hash spread, mirrored in test/bench/waiting.go); changes to the snapshot's objects are
+  the updates the benchmark's informers see (each one a write that changed the object).
+- **Admission through the API server**: dry-run creates sent by ServiceAccounts of the bench namespace
+  (TokenRequest tokens, a Role allowing the two creates), so APF queues and may reject them; 429s are the delta of
+  ` + "`apiserver_request_total{code=\"429\"}`" + ` over the row, the priority level the delta of
+  ` + "`apiserver_flowcontrol_dispatched_requests_total`" + `.
 - With ` + "`-community-default-n`" + ` smaller than N, the default-flag community run is measured at that size and
   its times are extrapolated linearly to N (its time is client-side waiting at QPS 5, proportional to the
   number of writes); per-snapshot figures are measured, not extrapolated.

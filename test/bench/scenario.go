@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -38,10 +37,18 @@ type scenarioResult struct {
 	Create       phase
 	Delete       phase
 	PeakRSSkB    int64
+	PlanePeakkB  int64              // kube-apiserver + etcd, peak RSS over the run
 	OurMetrics   map[string]float64 // ours only: the controller's own counters after the run
 	Notes        []string           // observations (not failures)
 	Err          error              // the run failed: not ready, leftovers, crash
 	LeftInDriver int
+	// Seeded runs (-scale above -scale-dynamic-max) start over N ready
+	// snapshots made directly in the API server: no create phase; Start
+	// is the system's start over them, Seed how they were made.
+	Seeded  bool
+	Seed    seedStats
+	Start   startWindow
+	Waiting *waitStats // -csi-ready-after: the create phase while the driver said not ready
 }
 
 type scenarioOptions struct {
@@ -51,145 +58,169 @@ type scenarioOptions struct {
 	keep                    bool
 	csiLatency              bool
 	csiReadyAfter           string // "5s-30s": the driver answers not ready for a while
+	seeded                  bool   // make the N snapshots ready directly (see scenarioResult.Seeded)
+	seedConc                int
+	idle                    time.Duration // seeded: the least window after the start
 }
 
 // runScenario starts a fresh control plane, measures its write ceiling, runs
 // the system through create-all/delete-all, and stops everything.
 func runScenario(ctx context.Context, sys *system, o scenarioOptions) *scenarioResult {
-	res := &scenarioResult{System: sys, N: o.n}
+	res := &scenarioResult{System: sys, N: o.n, Seeded: o.seeded}
 	res.Err = scenario(ctx, sys, o, res)
 	return res
 }
 
 func scenario(ctx context.Context, sys *system, o scenarioOptions, res *scenarioResult) (err error) {
-	logf("[%s] starting a control plane", sys.ID)
-	env, err := framework.StartWith(ctx, planeOptions)
-	if err != nil {
-		return fmt.Errorf("control plane: %w", err)
-	}
-	defer stopEnv(env, o.keep, &err)
-	cl, err := newClients(env)
+	b, err := newBed(ctx, sys.ID, sys.ID, o.keep)
 	if err != nil {
 		return err
 	}
-	api := newAPIServer(env)
-	plane := append(findPids("bin/kube-apiserver", env.Dir), findPids("bin/etcd", env.Dir)...)
-
-	logf("[%s] write ceiling: %d ConfigMaps, then VolumeSnapshots, created+patched from %d goroutines", sys.ID, o.ceilingOps, o.ceilingConc)
-	if res.Ceiling, err = measureCeilings(ctx, cl, o.ceilingOps, o.ceilingConc); err != nil {
+	defer b.close(&err)
+	if o.ceilingOps > 0 {
+		logf("[%s] write ceiling: %d ConfigMaps, then VolumeSnapshots, created+patched from %d goroutines", sys.ID, o.ceilingOps, o.ceilingConc)
+		if res.Ceiling, err = measureCeilings(ctx, b.cl, o.ceilingOps, o.ceilingConc); err != nil {
+			return err
+		}
+		logf("[%s] ceiling %.0f writes/s (ConfigMaps), %.0f writes/s (VolumeSnapshots)", sys.ID, res.Ceiling.ConfigMaps, res.Ceiling.Snapshots)
+	}
+	if err := b.startDriver(driverOptions(o.csiLatency, o.csiReadyAfter)); err != nil {
 		return err
 	}
-	logf("[%s] ceiling %.0f writes/s (ConfigMaps), %.0f writes/s (VolumeSnapshots); binding %d PVCs", sys.ID, res.Ceiling.ConfigMaps, res.Ceiling.Snapshots, o.n)
-	if err := prepare(ctx, env, o.n); err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	dir, err := mkdir(env, sys.ID)
-	if err != nil {
-		return err
-	}
-	drv, err := framework.StartCSIDriver(dir, driverOptions(o.csiLatency, o.csiReadyAfter))
-	if err != nil {
-		return err
-	}
-	defer drv.Stop()
-	run, err := sys.start(env, dir, drv.Socket)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", sys.ID, err)
-	}
-	defer run.Stop()
-	defer withRefusals(run, &err)
-	w, err := startWatcher(ctx, env)
-	if err != nil {
-		return err
+	timeout := 2*time.Minute + time.Duration(o.n)*sys.perSnapshotBudget
+	var w *watcher
+	if o.seeded {
+		if w, err = seededStart(ctx, b, sys, o, res, timeout); err != nil {
+			return err
+		}
+	} else {
+		logf("[%s] binding %d PVCs", sys.ID, o.n)
+		if err := prepare(ctx, b.env, o.n); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		if _, err := b.startSystem(sys, startOpts{}); err != nil {
+			return err
+		}
+		if w, err = startWatcher(ctx, b.env); err != nil {
+			return err
+		}
 	}
 	defer w.stop()
-	timeout := 2*time.Minute + time.Duration(o.n)*sys.perSnapshotBudget
-
-	// Create phase.
-	mark, err := takeMark(ctx, api, cl, drv, run, plane, o.quiet)
+	mark, err := b.mark(ctx, o.quiet)
 	if err != nil {
 		return err
+	}
+	if !o.seeded {
+		if mark, err = createPhase(ctx, b, w, sys, o, res, mark, timeout); err != nil {
+			return err
+		}
+	}
+	if err := deletePhase(ctx, b, w, sys, o, res, mark, timeout); err != nil {
+		return err
+	}
+	st, err := readProcs(b.run.pids())
+	if err != nil {
+		return err
+	}
+	res.PeakRSSkB = st.HWMkB
+	if ps, err := readProcs(b.plane); err == nil {
+		res.PlanePeakkB = ps.HWMkB
+	}
+	if res.OurMetrics, err = ourMetrics(ctx, b.run); err != nil {
+		return err
+	}
+	res.Notes = append(res.Notes, refusals(b.run)...)
+	return b.exited()
+}
+
+// createPhase creates the N snapshots at once and waits until every one is
+// ready and writes stopped.
+func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenarioOptions, res *scenarioResult, m *mark, timeout time.Duration) (*mark, error) {
+	var waits *waitRecorder
+	if o.csiReadyAfter != "" {
+		waits = startWaitRecorder(ctx, w, b.drv)
+		defer waits.stop() // finish stops it too; this covers a failed phase
 	}
 	logf("[%s] creating %d VolumeSnapshots (timeout %s)", sys.ID, o.n, timeout)
 	res.Create.Load = loadAvg()
 	start := time.Now()
-	if err := createSnapshots(ctx, cl, o.n, o.createConc); err != nil {
-		return fmt.Errorf("create snapshots: %w", err)
+	if err := createSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
+		return nil, fmt.Errorf("create snapshots: %w", err)
 	}
 	res.Create.Issued = time.Since(start)
-	err = w.waitFor(ctx, timeout, fmt.Sprintf("%d ready snapshots", o.n), func() (bool, error) {
+	err := w.waitFor(ctx, timeout, fmt.Sprintf("%d ready snapshots", o.n), func() (bool, error) {
 		_, ready, _ := w.counts()
 		return ready == o.n, nil
-	}, run.exited)
+	}, b.exited)
 	res.Create.Duration = time.Since(start)
 	res.Create.Stages = w.timeline.summary(start, createStages)
 	if err != nil {
 		_, ready, _ := w.counts()
-		return fmt.Errorf("%d of %d snapshots ready: %w; first errors: %s", ready, o.n, err, strings.Join(w.errorsSeen(3), "; "))
+		return nil, fmt.Errorf("%d of %d snapshots ready: %w; first errors: %s", ready, o.n, err, strings.Join(w.errorsSeen(3), "; "))
 	}
 	logf("[%s] all %d ready in %s; waiting for writes to stop", sys.ID, o.n, res.Create.Duration.Round(time.Millisecond))
-	if mark, err = mark.close(ctx, &res.Create, timeout); err != nil {
-		return err
+	if m, err = m.close(ctx, &res.Create, timeout); err != nil {
+		return nil, err
 	}
-	if res.Create.Events, err = eventsByReason(ctx, env); err != nil {
-		return err
+	if waits != nil {
+		if res.Waiting, err = waits.finish(ctx, o.csiReadyAfter); err != nil {
+			return nil, err
+		}
 	}
-	if held, err := pvcsWithSnapshotFinalizer(ctx, env); err != nil {
-		return err
+	if res.Create.Events, err = eventsByReason(ctx, b.env); err != nil {
+		return nil, err
+	}
+	if held, err := pvcsWithSnapshotFinalizer(ctx, b.env); err != nil {
+		return nil, err
 	} else if held > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d PVCs still hold pvc-as-source-protection after every snapshot was ready and writes stopped", held))
 	}
+	return m, nil
+}
 
-	// Delete phase.
+// deletePhase deletes the N snapshots at once and waits until every
+// snapshot, content and backend snapshot is gone and writes stopped.
+func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenarioOptions, res *scenarioResult, m *mark, timeout time.Duration) error {
 	logf("[%s] deleting %d VolumeSnapshots", sys.ID, o.n)
 	res.Delete.Load = loadAvg()
-	start = time.Now()
-	if err := deleteSnapshots(ctx, cl, o.n, o.createConc); err != nil {
+	start := time.Now()
+	if err := deleteSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return fmt.Errorf("delete snapshots: %w", err)
 	}
 	res.Delete.Issued = time.Since(start)
-	err = w.waitFor(ctx, timeout, "every snapshot, content and backend snapshot gone", func() (bool, error) {
+	err := w.waitFor(ctx, timeout, "every snapshot, content and backend snapshot gone", func() (bool, error) {
 		snaps, _, contents := w.counts()
 		if snaps > 0 || contents > 0 {
 			return false, nil
 		}
-		left, err := drv.GetCreated(ctx)
+		left, err := b.drv.GetCreated(ctx)
 		return len(left) == 0, err
-	}, run.exited)
+	}, b.exited)
 	res.Delete.Duration = time.Since(start)
 	res.Delete.Stages = w.timeline.summary(start, deleteStages)
 	if err != nil {
 		snaps, _, contents := w.counts()
-		left, _ := drv.GetCreated(ctx)
+		left, _ := b.drv.GetCreated(ctx)
 		res.LeftInDriver = len(left)
 		return fmt.Errorf("after deletion %d snapshots, %d contents and %d backend snapshots remain: %w", snaps, contents, len(left), err)
 	}
 	logf("[%s] all deleted in %s; waiting for writes to stop", sys.ID, res.Delete.Duration.Round(time.Millisecond))
-	if _, err = mark.close(ctx, &res.Delete, timeout); err != nil {
+	if _, err = m.close(ctx, &res.Delete, timeout); err != nil {
 		return err
 	}
-	events, err := eventsByReason(ctx, env)
+	events, err := eventsByReason(ctx, b.env)
 	if err != nil {
 		return err
 	}
 	res.Delete.Events = subEvents(events, res.Create.Events)
-	left, err := drv.GetCreated(ctx)
+	left, err := b.drv.GetCreated(ctx)
 	if err != nil {
 		return err
 	}
 	if res.LeftInDriver = len(left); len(left) > 0 {
 		return fmt.Errorf("%d backend snapshots left in the driver after deletion", len(left))
 	}
-	st, err := readProcs(run.pids())
-	if err != nil {
-		return err
-	}
-	res.PeakRSSkB = st.HWMkB
-	if res.OurMetrics, err = ourMetrics(ctx, run); err != nil {
-		return err
-	}
-	res.Notes = append(res.Notes, refusals(run)...)
-	return run.exited()
+	return nil
 }
 
 // mark is the state at the start of a measured window.
@@ -268,63 +299,4 @@ func (m *mark) close(ctx context.Context, p *phase, timeout time.Duration) (*mar
 	p.BenchCPU = next.benchCPU - m.benchCPU
 	p.Pressure = next.press.sub(m.press)
 	return next, nil
-}
-
-// driverOptions gives the mock driver latency with -csi-latency, and with
-// -csi-ready-after "min-max" snapshots that become ready only after a time
-// between min and max (the mock's --ready-after, --ready-after-max).
-func driverOptions(latency bool, readyAfter string) framework.CSIDriverOptions {
-	var o framework.CSIDriverOptions
-	if latency {
-		o.Faults = &framework.Faults{Rules: []framework.FaultRule{
-			{Method: "CreateSnapshot", Latency: csitest.Duration(200 * time.Millisecond)},
-			{Method: "ListSnapshots", Latency: csitest.Duration(50 * time.Millisecond)},
-		}}
-	}
-	if readyAfter != "" {
-		lo, hi, _ := strings.Cut(readyAfter, "-")
-		o.Args = append(o.Args, "--ready-after="+lo)
-		if hi != "" {
-			o.Args = append(o.Args, "--ready-after-max="+hi)
-		}
-	}
-	return o
-}
-
-func subEvents(a, b map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
-// stopEnv stops the control plane and removes its directory unless keep is
-// set or the run failed.
-func stopEnv(env *framework.Env, keep bool, err *error) {
-	env.Stop()
-	if keep || *err != nil {
-		logf("logs kept in %s", env.Dir)
-		return
-	}
-	os.RemoveAll(env.Dir)
-}
-
-// loadAvg is the 1-, 5- and 15-minute load average: the machine is shared.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }

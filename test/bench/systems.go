@@ -18,11 +18,33 @@ type system struct {
 	ID    string // flag value: ours, community-default, community-tuned
 	Label string // table heading
 	Flags string // for the report
-	// start runs the controllers against env and the CSI socket in dir,
-	// with extra flags for every binary (a feature gate).
-	start func(env *framework.Env, dir, socket string, extra ...string) (*running, error)
+	// start runs the controllers against env and the CSI socket in dir.
+	start func(env *framework.Env, dir, socket string, o startOpts) (*running, error)
 	// perSnapshotBudget bounds each phase: timeout = 2m + n*budget.
 	perSnapshotBudget time.Duration
+}
+
+// startOpts are the per-start settings of a system.
+type startOpts struct {
+	extra []string // flags for every binary (a feature gate)
+	// readyTimeout bounds the wait until the processes serve (0: a
+	// minute); a start over many objects lists for longer.
+	readyTimeout time.Duration
+}
+
+func (o startOpts) deadline() time.Time {
+	if o.readyTimeout <= 0 {
+		return time.Now().Add(time.Minute)
+	}
+	return time.Now().Add(o.readyTimeout)
+}
+
+// roles are the identities the system's processes run as.
+func (s *system) roles() []string {
+	if s.ID == sysOurs {
+		return []string{roleBinder, roleCSISide}
+	}
+	return []string{roleSnapshotController, roleCSISnapshotter}
 }
 
 // running is the started controllers of a system.
@@ -82,8 +104,9 @@ func allSystems(oursArgs []string) []*system {
 		ID: sysOurs, Label: "snapkeeper (default flags)",
 		perSnapshotBudget: 50 * time.Millisecond,
 	}
-	ours.start = func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
-		r, err := startOurs(env, dir, sock, append(append([]string(nil), oursArgs...), extra...))
+	ours.start = func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
+		o.extra = append(append([]string(nil), oursArgs...), o.extra...)
+		r, err := startOurs(env, dir, sock, o)
 		if err == nil && ours.Flags == "" {
 			extra := strings.Join(append([]string{""}, oursArgs...), " ")
 			ours.Flags = "two processes, `--components=binder" + extra + "` and `--components=csi --csi-address=<sock>" + extra + "` (" + ourDefaults() + ")"
@@ -101,29 +124,29 @@ func allSystems(oursArgs []string) []*system {
 		{
 			ID: sysCommunityEqual, Label: "community v8.6.0, our client limits and workers",
 			Flags: "both binaries: `" + strings.Join(communityEqualFlags(), " ") + "` (snapkeeper's defaults as built)",
-			start: func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
+			start: func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
 				f := communityEqualFlags()
 				if f == nil {
 					return nil, fmt.Errorf("snapkeeper's defaults could not be read from its -h")
 				}
-				return startCommunity(env, dir, sock, append(f, extra...))
+				o.extra = append(f, o.extra...)
+				return startCommunity(env, dir, sock, o)
 			},
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
 		{
 			ID: sysCommunityTuned, Label: "community v8.6.0, QPS 100/burst 200/100 workers",
 			Flags: "both binaries: `--kube-api-qps=100 --kube-api-burst=200 --worker-threads=100`",
-			start: func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
-				return startCommunity(env, dir, sock, append(append([]string(nil), communityTunedFlags...), extra...))
+			start: func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
+				o.extra = append(append([]string(nil), communityTunedFlags...), o.extra...)
+				return startCommunity(env, dir, sock, o)
 			},
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
 		{
 			ID: sysCommunityDefault, Label: "community v8.6.0, default flags",
-			Flags: "defaults (QPS 5, burst 10, 10 workers)",
-			start: func(env *framework.Env, dir, sock string, extra ...string) (*running, error) {
-				return startCommunity(env, dir, sock, extra)
-			},
+			Flags:             "defaults (QPS 5, burst 10, 10 workers)",
+			start:             startCommunity,
 			perSnapshotBudget: 6 * time.Second,
 		},
 	}
@@ -131,8 +154,14 @@ func allSystems(oursArgs []string) []*system {
 
 // startOurs starts the binder and the CSI side as two processes, as the
 // chart deploys them (the binder in its Deployment, the CSI side in the
-// driver's pods), each as its own ServiceAccount.
-func startOurs(env *framework.Env, dir, socket string, extra []string) (*running, error) {
+// driver's pods), each as its own ServiceAccount, both at once, and waits
+// until both report their caches synced (/readyz).
+func startOurs(env *framework.Env, dir, socket string, o startOpts) (*running, error) {
+	bin, err := framework.OwnBinary("./cmd/controller")
+	if err != nil {
+		return nil, err
+	}
+	ownBuilt = "./cmd/controller"
 	r := &running{}
 	for _, side := range []struct{ role, name, components string }{
 		{roleBinder, "snapkeeper-binder", "--components=binder"},
@@ -143,29 +172,39 @@ func startOurs(env *framework.Env, dir, socket string, extra []string) (*running
 			r.Stop()
 			return nil, err
 		}
-		// The last --kubeconfig wins over the admin one StartComponent sets.
+		addr, err := framework.FreeAddr()
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
 		// A pod reads its namespace (for its Leases) from the mounted token.
-		args := []string{"--kubeconfig=" + kc, side.components}
+		args := []string{"--kubeconfig=" + kc, "--http-endpoint=" + addr, side.components}
 		if !controllersAsAdmin {
 			args = append(args, "--leader-election-namespace="+accountNamespace(side.role))
 		}
 		if side.role == roleCSISide {
 			args = append(args, "--csi-address="+socket)
 		}
-		c, err := env.StartComponent(dir, side.name, "./cmd/controller", append(args, extra...)...)
+		p, err := framework.StartProcess(dir, side.name, bin, append(args, o.extra...))
 		if err != nil {
 			r.Stop()
 			return nil, err
 		}
-		ownBuilt = "./cmd/controller"
-		r.procs, r.addrs, r.ours = append(r.procs, c.Proc), append(r.addrs, c.HTTPAddr), append(r.ours, c)
+		c := &framework.Component{Name: side.name, HTTPAddr: addr, Proc: p}
+		r.procs, r.addrs, r.ours = append(r.procs, p), append(r.addrs, addr), append(r.ours, c)
+	}
+	for _, c := range r.ours {
+		if err := c.WaitReady(time.Until(o.deadline())); err != nil {
+			r.Stop()
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
 // startCommunity starts snapshot-controller and csi-snapshotter, built by
 // `make bin/snapshot-controller bin/csi-snapshotter`, without leader election.
-func startCommunity(env *framework.Env, dir, socket string, extra []string) (*running, error) {
+func startCommunity(env *framework.Env, dir, socket string, o startOpts) (*running, error) {
 	r := &running{}
 	for _, name := range []string{"snapshot-controller", "csi-snapshotter"} {
 		bin, err := framework.Tool(name)
@@ -187,8 +226,7 @@ func startCommunity(env *framework.Env, dir, socket string, extra []string) (*ru
 		if name == "csi-snapshotter" {
 			args = append(args, "--csi-address="+socket)
 		}
-		args = append(args, extra...)
-		p, err := framework.StartProcess(dir, name, bin, args)
+		p, err := framework.StartProcess(dir, name, bin, append(args, o.extra...))
 		if err != nil {
 			r.Stop()
 			return nil, err
@@ -198,7 +236,7 @@ func startCommunity(env *framework.Env, dir, socket string, extra []string) (*ru
 	}
 	// The community binaries have no readiness endpoint: wait until their
 	// metrics answer, then give the informers a moment to list.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := o.deadline()
 	for i, addr := range r.addrs {
 		if err := r.procs[i].WaitServing("http://"+addr+"/metrics", deadline); err != nil {
 			r.Stop()

@@ -75,6 +75,14 @@ func (t *timeline) observeContent(c *snapv1.VolumeSnapshotContent, gone bool) {
 	}
 }
 
+// at is when the snapshot name first reached stage.
+func (t *timeline) at(stage, name string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.first[stage][name]
+	return at, ok
+}
+
 // stageTimes is the median and the last time a stage was reached, from start.
 type stageTimes struct {
 	Count     int

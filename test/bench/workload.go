@@ -299,12 +299,3 @@ func subCalls(a, b map[string]int64) map[string]int64 {
 	}
 	return out
 }
-
-// listSnapshots is a fresh LIST of the snapshots (not the cache), for final checks.
-func listSnapshots(ctx context.Context, env *framework.Env) ([]snapv1.VolumeSnapshot, error) {
-	l, err := env.Snap.SnapshotV1().VolumeSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return l.Items, nil
-}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseScale(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []int
+		err      bool
+	}{
+		{"sizes are sorted and deduplicated", "5000, 500,20000,500", []int{500, 5000, 20000}, false},
+		{"an empty list skips the scale runs", "", nil, false},
+		{"a zero size is refused", "0,500", nil, true},
+		{"a word is refused", "500,many", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseScale(tc.in)
+			if (err != nil) != tc.err {
+				t.Fatalf("parseScale(%q) error %v, want error %v", tc.in, err, tc.err)
+			}
+			if !tc.err && !slices.Equal(got, tc.want) {
+				t.Fatalf("parseScale(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGrowthPerTenfold(t *testing.T) {
+	at := func(n int, secs float64) *scenarioResult {
+		return &scenarioResult{N: n, Create: phase{Duration: time.Duration(secs * float64(time.Second))}}
+	}
+	f := func(s *scenarioResult) float64 { return s.Create.Duration.Seconds() }
+	for _, tc := range []struct {
+		name       string
+		prev, cur  *scenarioResult
+		comparable bool
+		want       float64
+		ok         bool
+	}{
+		{"a linear figure grows ten times per tenfold N", at(500, 4), at(5000, 40), true, 10, true},
+		{"a linear figure over 4x N still reads as ten per tenfold", at(5000, 40), at(20000, 160), true, 10, true},
+		{"a constant figure reads as one", at(500, 7), at(20000, 7), true, 1, true},
+		{"rows of different paths are not compared", at(500, 4), at(5000, 40), false, 0, false},
+		{"a zero figure has no growth", at(500, 0), at(5000, 40), true, 0, false},
+		{"no row above has no growth", nil, at(5000, 40), true, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := growthOf(tc.prev, tc.cur, f, tc.comparable)
+			if ok != tc.ok || math.Abs(got-tc.want) > 1e-9 {
+				t.Fatalf("growthOf = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestMockReadyDelayStaysInTheRange(t *testing.T) {
+	lo, hi := readyRange("5s-30s")
+	if lo != 5*time.Second || hi != 30*time.Second {
+		t.Fatalf("readyRange(5s-30s) = %s, %s", lo, hi)
+	}
+	seen := map[time.Duration]bool{}
+	for i := 1; i <= 200; i++ {
+		d := mockReadyDelay(strings.Repeat("x", i%7)+string(rune('0'+i%10)), lo, hi)
+		if d < lo || d > hi {
+			t.Fatalf("delay %s outside [%s, %s]", d, lo, hi)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("only %d distinct delays: the spread is lost", len(seen))
+	}
+	if d := mockReadyDelay("1", 5*time.Second, 0); d != 5*time.Second {
+		t.Fatalf("a single bound must give that delay, got %s", d)
+	}
+}
+
+func TestMemoryPerSnapshot(t *testing.T) {
+	s := &steadyResult{M: 1000, Baseline: startWindow{HWMkB: 40 * 1024}, Start: startWindow{HWMkB: 50 * 1024}}
+	if got := s.bytesPerSnapshot(); got != 10*1024*1024/1000.0 {
+		t.Fatalf("bytesPerSnapshot = %v", got)
+	}
+	if got := (&steadyResult{M: 1000, Start: startWindow{HWMkB: 50 * 1024}}).bytesPerSnapshot(); got != 0 {
+		t.Fatalf("without a baseline the figure must be unknown (0), got %v", got)
+	}
+}
+
+func TestReportRendersEmptySections(t *testing.T) {
+	r := &report{opts: options{scale: "50,200", coldStartM: 2000, steadyM: 100}}
+	md := r.markdown()
+	for _, want := range []string{"## Analysis", "## Cold start over 2000 ready snapshots", "(not run)"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// scaleSection is one table per system, one row per N, with how each
+// figure grows per 10× N.
+func (r *report) scaleSection(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	if len(r.scale) == 0 {
+		return
+	}
+	p("## Scale: the scenario at N = %s", r.opts.scale)
+	p("")
+	p("Each run on its own fresh control plane with the mock driver at zero latency, one run per N and system (no")
+	p("ceiling measurement). Up to N = %d (`-scale-dynamic-max`) the N snapshots are created through the system, as", r.opts.scaleDynamicMax)
+	p("in the scenario above; above it they are seeded directly as ready objects (see the cold start below for their")
+	p("shape) and the system starts over them (\"start to idle\" takes the place of the create phase) before the same")
+	p("delete phase. \"growth\" is the factor by which the figure grows per 10× N from the row above (×10: linear; a")
+	p("per-snapshot figure that holds stays ×1); figures of the create phase compare only rows of the same path.")
+	p("Rows marked \"main\" are the main scenario's median run.")
+	p("")
+	for _, id := range scaleIDs(r.scale) {
+		var rows []*scenarioResult
+		for _, s := range r.scale {
+			if s.System.ID == id {
+				rows = append(rows, s)
+			}
+		}
+		p("### %s", rows[0].System.Label)
+		p("")
+		p("| N | path | time to all-ready or start to idle | growth | API writes/snapshot, create | events/snapshot | time to all-deleted | growth | API writes/snapshot, delete | controller CPU, create or start + delete | growth | peak RSS | growth | kube-apiserver + etcd peak RSS |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		for i, s := range rows {
+			if s.Err != nil {
+				p("| %d | %s | FAILED: %s | | | | | | | | | | | |", s.N, pathOf(s.Seeded), oneLine(s.Err.Error()))
+				continue
+			}
+			var prev *scenarioResult
+			if i > 0 && rows[i-1].Err == nil {
+				prev = rows[i-1]
+			}
+			same := prev != nil && prev.Seeded == s.Seeded
+			path := "created"
+			if s.Seeded {
+				path = "seeded"
+			}
+			if r.isMain(s) {
+				path += " (main)"
+			}
+			create := func(x *scenarioResult) float64 { return x.createTime().Seconds() }
+			cpu := func(x *scenarioResult) float64 { return x.controllerCPU().Seconds() }
+			del := func(x *scenarioResult) float64 { return x.Delete.Duration.Seconds() }
+			rss := func(x *scenarioResult) float64 { return float64(x.PeakRSSkB) }
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %s | %s | %s | %s |", s.N, path,
+				secs(s.createTime()), growth(prev, s, create, same), per(s.Create.Writes.Total(isNotEvent), s.N),
+				per(eventsCreated(s.Create)+eventsCreated(s.Delete), s.N),
+				secs(s.Delete.Duration), growth(prev, s, del, prev != nil), per(s.Delete.Writes.Total(isNotEvent), s.N),
+				s.controllerCPU().Seconds(), growth(prev, s, cpu, same), mib(s.PeakRSSkB), growth(prev, s, rss, prev != nil), mib(s.PlanePeakkB))
+		}
+		p("")
+	}
+}
+
+// createTime is the time to all-ready, or for a seeded run the time from
+// the start of the controllers until they were idle.
+func (s *scenarioResult) createTime() time.Duration {
+	if s.Seeded {
+		return s.Start.Idle
+	}
+	return s.Create.Duration
+}
+
+// controllerCPU is the controllers' CPU in the create phase (seeded: their
+// start) and the delete phase.
+func (s *scenarioResult) controllerCPU() time.Duration {
+	if s.Seeded {
+		return s.Start.CPU + s.Delete.CPU
+	}
+	return s.Create.CPU + s.Delete.CPU
+}
+
+// growth is f's factor per 10× N from prev to s ("-" without a comparable
+// row above).
+func growth(prev, s *scenarioResult, f func(*scenarioResult) float64, comparable bool) string {
+	g, ok := growthOf(prev, s, f, comparable)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("×%.1f", g)
+}
+
+func growthOf(prev, s *scenarioResult, f func(*scenarioResult) float64, comparable bool) (float64, bool) {
+	if !comparable || prev == nil || prev.N >= s.N || f(prev) <= 0 || f(s) <= 0 {
+		return 0, false
+	}
+	return math.Pow(f(s)/f(prev), 1/math.Log10(float64(s.N)/float64(prev.N))), true
+}
+
+func (r *report) isMain(s *scenarioResult) bool {
+	for _, m := range r.scenarios {
+		if m == s {
+			return true
+		}
+	}
+	return false
+}
+
+func scaleIDs(rs []*scenarioResult) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, s := range rs {
+		if !seen[s.System.ID] {
+			seen[s.System.ID] = true
+			ids = append(ids, s.System.ID)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+)
+
+// runStages runs the benchmark's parts in order, the long new ones (scale,
+// cold start) last so that the report holds the others early; flush
+// rewrites the report after each run.
+func runStages(ctx context.Context, o options, rep *report, oursArgs []string, flush func()) error {
+	systems, err := pick(o.systems, o.skipCommunity, oursArgs)
+	if err != nil {
+		return err
+	}
+	base := scenarioOptions{n: o.n, createConc: o.createConc, ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet,
+		keep: o.keep, csiLatency: o.csiLatency, csiReadyAfter: o.csiReadyAfter, seedConc: o.seedConc, idle: o.steadyIdle}
+	for i := 0; i < max(o.repeats, 1) && ctx.Err() == nil; i++ {
+		for _, sys := range systems {
+			so := base
+			if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
+				so.n = o.communityDefaultN
+			}
+			logf("[%s] run %d of %d", sys.ID, i+1, max(o.repeats, 1))
+			r := runScenario(ctx, sys, so)
+			r.Run = i + 1
+			if r.Err != nil {
+				logf("[%s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.scenarios = append(rep.scenarios, r)
+			flush()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	so := steadyOptions{m: o.steadyM, createConc: o.createConc, seedConc: o.seedConc, idle: o.steadyIdle, quiet: o.quiet, keep: o.keep}
+	if o.steadyM > 0 && ctx.Err() == nil {
+		steadySystems, err := pick(o.steadySystems, o.skipCommunity, oursArgs)
+		if err != nil {
+			return err
+		}
+		for _, sys := range steadySystems {
+			if sys.ID == sysCommunityDefault {
+				logf("[steady] community-default would need hours to fill %d snapshots at QPS 5; skipped", o.steadyM)
+				continue
+			}
+			r := runRestart(ctx, sys, so)
+			if r.Err != nil {
+				logf("[steady %s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.steady = append(rep.steady, r)
+			flush()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if o.groups > 0 && ctx.Err() == nil {
+		groupSystems, err := pick(o.groupSystems, o.skipCommunity, oursArgs)
+		if err != nil {
+			return err
+		}
+		for _, sys := range groupSystems {
+			r := runGroups(ctx, sys, groupOptions{groups: o.groups, size: o.groupSize, conc: o.createConc, quiet: o.quiet, keep: o.keep})
+			if r.Err != nil {
+				logf("[groups %s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.groups = append(rep.groups, r)
+			flush()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if o.admission && ctx.Err() == nil {
+		rep.admission = runAdmission(ctx, admissionOptions{requests: o.admissionRequests, apiRequests: o.admissionAPIReqs, levels: []int{1, 16, 64}, keep: o.keep})
+		if rep.admission.Err != nil {
+			logf("[admission] FAILED: %v", rep.admission.Err)
+		}
+		flush()
+	}
+	if err := runScaleStage(ctx, o, rep, oursArgs, base, flush); err != nil {
+		return err
+	}
+	if o.coldStartM > 0 && ctx.Err() == nil {
+		coldSystems, err := pick(o.coldStartSystems, o.skipCommunity, oursArgs)
+		if err != nil {
+			return err
+		}
+		so.m = o.coldStartM
+		rep.cold = runColdStart(ctx, coldSystems, so)
+		for _, r := range rep.cold {
+			if r.Err != nil {
+				logf("[cold start %s] FAILED: %v", r.System.ID, r.Err)
+			}
+		}
+		flush()
+	}
+	return nil
+}
+
+// runScaleStage runs -scale for -scale-systems with the plain driver and
+// no ceiling measurement; a main-scenario median at the same N (same
+// driver) is reused.
+func runScaleStage(ctx context.Context, o options, rep *report, oursArgs []string, base scenarioOptions, flush func()) error {
+	ns, err := parseScale(o.scale)
+	if err != nil || len(ns) == 0 || ctx.Err() != nil {
+		return err
+	}
+	systems, err := pick(o.scaleSystems, o.skipCommunity, oursArgs)
+	if err != nil {
+		return err
+	}
+	base.ceilingOps, base.csiLatency, base.csiReadyAfter = 0, false, ""
+	reuse := func(id string, n int) *scenarioResult {
+		if o.csiLatency || o.csiReadyAfter != "" {
+			return nil
+		}
+		if s := rep.scenario(id); s != nil && s.N == n {
+			return s
+		}
+		return nil
+	}
+	runScale(ctx, systems, scaleOptions{ns: ns, dynamicMax: o.scaleDynamicMax, base: base}, reuse, func(r *scenarioResult) {
+		rep.scale = append(rep.scale, r)
+		flush()
+	})
+	return nil
+}
