@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -32,6 +33,7 @@ type Handler struct {
 	lookups  LookupFactory
 	options  validation.Options
 	maxBytes int64
+	budget   *bodyBudget
 	metrics  *Metrics
 	defaults *defaultClaims
 }
@@ -42,7 +44,8 @@ func NewHandler(lookups LookupFactory, opts validation.Options, maxBytes int64, 
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxRequestBytes
 	}
-	return &Handler{lookups: lookups, options: opts, maxBytes: maxBytes, metrics: metrics, defaults: newDefaultClaims(0)}
+	return &Handler{lookups: lookups, options: opts, maxBytes: maxBytes, budget: newBodyBudget(max(DefaultInflightBodyBytes, maxBytes)),
+		metrics: metrics, defaults: newDefaultClaims(0)}
 }
 
 // Endpoint returns the handler of /validate/<resource>; resource "" gives
@@ -56,7 +59,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, endpoint string)
 	label := outcome{resource: resourceLabel(endpoint), operation: "unknown", verdict: verdictError}
 	defer func() { h.metrics.observe(label, time.Since(start)) }()
 
-	body, status, err := h.readBody(w, r)
+	body, release, status, err := h.readBody(w, r)
+	defer release() // the body and what is decoded from it live until the answer
 	if err != nil {
 		writeReview(w, reviewV1, status, errorResponse("", int32(status), err.Error()))
 		return
@@ -74,29 +78,44 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, endpoint string)
 }
 
 // readBody enforces the transport rules: POST, application/json, a body of
-// at most maxBytes. It returns the HTTP status to answer with on error.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+// at most maxBytes, within the bytes all requests may hold at once. It
+// returns the HTTP status to answer with on error, and release, to call
+// once the request is answered.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), status int, err error) {
+	release = func() {}
 	if r.Method != http.MethodPost {
-		return nil, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed: send AdmissionReviews with POST", r.Method)
+		return nil, release, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed: send AdmissionReviews with POST", r.Method)
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q not supported: expected application/json", ct)
+		return nil, release, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q not supported: expected application/json", ct)
 	}
 	if r.ContentLength > h.maxBytes {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes is larger than the limit of %d", r.ContentLength, h.maxBytes)
+		return nil, release, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes is larger than the limit of %d", r.ContentLength, h.maxBytes)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBytes))
+	counted := &budgetedBody{r: http.MaxBytesReader(w, r.Body, h.maxBytes), b: h.budget}
+	body, err = io.ReadAll(counted)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than the limit of %d bytes", h.maxBytes)
+		counted.release()
+		return nil, release, http.StatusRequestEntityTooLarge, fmt.Errorf("body is larger than the limit of %d bytes", h.maxBytes)
+	case errors.Is(err, errBodyBudget):
+		counted.release()
+		w.Header().Set("Retry-After", "1")
+		return nil, release, http.StatusTooManyRequests, fmt.Errorf("request bodies being read or judged take the webhook's limit of %d MiB: retry, or send a review of at most %d KiB, which is always read",
+			h.budget.limit>>20, freeBodyBytes>>10)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// A client trickling its body runs into the server's readTimeout.
+		counted.release()
+		return nil, release, http.StatusRequestTimeout, fmt.Errorf("body not received within %v of the request's start: send the whole AdmissionReview at once", readTimeout)
 	case err != nil:
-		return nil, http.StatusBadRequest, fmt.Errorf("reading body: %v", err)
+		counted.release()
+		return nil, release, http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
 	case len(body) == 0:
-		return nil, http.StatusBadRequest, errors.New("empty body: expected an AdmissionReview")
+		return nil, release, http.StatusBadRequest, errors.New("empty body: expected an AdmissionReview")
 	}
-	return body, 0, nil
+	return body, counted.release, 0, nil
 }
 
 // judge validates one request. A panic in a rule is recovered into an

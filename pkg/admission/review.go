@@ -184,6 +184,10 @@ func reasonFor(code int32) metav1.StatusReason {
 		return metav1.StatusReasonUnsupportedMediaType
 	case http.StatusMethodNotAllowed:
 		return metav1.StatusReasonMethodNotAllowed
+	case http.StatusRequestTimeout:
+		return metav1.StatusReasonTimeout
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
 	}
 	return metav1.StatusReasonInternalError
 }

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +35,17 @@ func FuzzValidate(f *testing.F) {
 	f.Add("VolumeGroupSnapshot", []byte(`{"metadata":{"name":"g","namespace":"ns"},"spec":{"source":{"selector":{"matchLabels":{"app":"db"}}}}}`), []byte(nil))
 	f.Add("VolumeGroupSnapshotContent", []byte(`{"metadata":{"name":"gc"},"spec":{"driver":"hostpath.csi.k8s.io","deletionPolicy":"Delete","source":{"volumeHandles":["v1"]},"volumeGroupSnapshotRef":{"name":"g","namespace":"ns"}}}`), []byte(`{"metadata":{"name":"gc"},"spec":{"source":{"groupSnapshotHandles":{"volumeGroupSnapshotHandle":"x","volumeSnapshotHandles":[""]}}}}`))
 	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"volumeMode":"Block","resources":{"requests":{"storage":"1Gi"}},"dataSource":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"ready"}}}`), []byte(nil))
+	// Seeds that reach every validator's deeper branches: the group class
+	// (default conflict with group-standard), a group snapshot update that
+	// changes its source, a group content naming pre-provisioned handles,
+	// a claim's dataSourceRef across namespaces, to a populator and to a
+	// group snapshot.
+	f.Add("VolumeGroupSnapshotClass", []byte(`{"metadata":{"name":"g2","annotations":{"groupsnapshot.storage.kubernetes.io/is-default-class":"true"}},"driver":"hostpath.csi.k8s.io","deletionPolicy":"Retain","parameters":{"csi.storage.k8s.io/group-snapshotter-secret-name":"${volumegroupsnapshot.name}","csi.storage.k8s.io/group-snapshotter-secret-namespace":"ns"}}`), []byte(`{"metadata":{"name":"g2"},"driver":"hostpath.csi.k8s.io","deletionPolicy":"Delete"}`))
+	f.Add("VolumeGroupSnapshot", []byte(`{"metadata":{"name":"g","namespace":"ns"},"spec":{"volumeGroupSnapshotClassName":"group-standard","source":{"selector":{"matchExpressions":[{"key":"app","operator":"In","values":["db"]}]}}}}`), []byte(`{"metadata":{"name":"g","namespace":"ns"},"spec":{"source":{"volumeGroupSnapshotContentName":"gc"}}}`))
+	f.Add("VolumeGroupSnapshotContent", []byte(`{"metadata":{"name":"gc"},"spec":{"driver":"hostpath.csi.k8s.io","deletionPolicy":"Retain","source":{"groupSnapshotHandles":{"volumeGroupSnapshotHandle":"gh","volumeSnapshotHandles":["a","b"]}},"volumeGroupSnapshotRef":{"name":"g","namespace":"ns","uid":"u"}}}`), []byte(nil))
+	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"resources":{"requests":{"storage":"1Gi"}},"dataSourceRef":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"ready","namespace":"other"}}}`), []byte(nil))
+	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"dataSource":{"apiGroup":"cdi.kubevirt.io","kind":"VolumeImportSource","name":"i"},"dataSourceRef":{"apiGroup":"cdi.kubevirt.io","kind":"VolumeImportSource","name":"i"}}}`), []byte(nil))
+	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"dataSourceRef":{"apiGroup":"groupsnapshot.storage.k8s.io","kind":"VolumeGroupSnapshot","name":"g"}}}`), []byte(nil))
 	world := &StaticLookup{}
 	if err := world.Add(
 		NewClass("standard", AsDefault()),
@@ -63,7 +75,8 @@ func FuzzValidate(f *testing.F) {
 			op, old = Create, nil
 		}
 		for _, opts := range []Options{{}, {StrictPopulators: true, AllowCrossNamespaceDataSource: true}} {
-			errs, _, err := Validator{Lookup: world, Options: opts}.Validate(op, obj, old)
+			v := Validator{Lookup: world, Options: opts}
+			errs, warnings, err := v.Validate(op, obj, old)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,6 +84,12 @@ func FuzzValidate(f *testing.F) {
 				if e.Field == "" || !strings.HasPrefix(e.Detail, kind+" ") {
 					t.Errorf("denial without field or object name: field %q, detail %q", e.Field, e.Detail)
 				}
+			}
+			// A GitOps re-sync sends the same object again: the verdict
+			// must be the same, field for field and word for word.
+			again, warnedAgain, err := v.Validate(op, obj, old)
+			if err != nil || Message(again) != Message(errs) || !slices.Equal(warnings, warnedAgain) {
+				t.Errorf("the same object judged twice: %q %q, then %q %q (%v)", Message(errs), warnings, Message(again), warnedAgain, err)
 			}
 		}
 	})

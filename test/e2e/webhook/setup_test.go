@@ -20,6 +20,7 @@ type webhookServer struct {
 	ca      *framework.CA
 	proc    *framework.Process
 	client  *http.Client
+	fw      *framework.Webhook
 }
 
 // startWebhook starts and registers the webhook; t.Cleanup undoes it.
@@ -28,7 +29,7 @@ func startWebhook(t *testing.T, env *framework.Env, args ...string) *webhookServ
 	w := env.StartWebhook(t, args...)
 	client := w.Client()
 	client.Transport.(*http.Transport).DisableKeepAlives = true
-	return &webhookServer{addr: w.Addr, certDir: w.CertDir, ca: w.CA, proc: w.Proc, client: client}
+	return &webhookServer{addr: w.Addr, certDir: w.CertDir, ca: w.CA, proc: w.Proc, client: client, fw: w}
 }
 
 // servedSerial returns the serial of the certificate the webhook serves now.
