@@ -20,7 +20,7 @@ TOOLS      := $(KUBE_TOOLS) $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
-.PHONY: all build test unit test-tools e2e test-k8s-floor test-faults conformance run bench lint tools crds check-crds clean clean-tools
+.PHONY: all build test unit fuzz fuzz-short test-tools e2e test-k8s-floor test-faults test-upgrade conformance run bench lint tools crds check-crds clean clean-tools
 
 all: build
 
@@ -83,6 +83,18 @@ check-crds: crds
 unit:
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
+# Every Go fuzz target (the webhook's decoders and handler, the rules, the
+# manifest reader) for FUZZTIME each; prints the executions per target and
+# whether anything was found (hack/fuzz.sh). A crasher lands under the
+# package's testdata/fuzz/ and stays there as a regression seed.
+FUZZTIME ?= 60s
+fuzz:
+	GO=$(GO) hack/fuzz.sh $(FUZZTIME)
+
+# The short variant `make test` runs: 5 s per target.
+fuzz-short:
+	GO=$(GO) hack/fuzz.sh 5s
+
 # The test driver's own tests (a separate module under hack/tools/kube).
 test-tools: tools
 	cd hack/tools/kube && $(GO) test -count=1 ./mockcsi/...
@@ -98,11 +110,18 @@ e2e: tools $(PEERS)
 test-faults: tools
 	SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_FAULTS=full $(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -v -timeout $(TEST_TIMEOUT) $(FAULTS_ARGS) ./test/faults
 
+# The upgrade from the previous release (hack/previous-release) to this
+# tree, alone (`make e2e` runs it too, skipping it in a clone without the
+# release's commit; here that fails). docs/releases.md, "Upgrades".
+test-upgrade: $(KUBE_TOOLS) $(BIN)/mock-csi-driver $(BIN)/helm
+	SNAPKEEPER_REQUIRE_UPGRADE=1 SNAPKEEPER_REQUIRE_MOCK_CSI=1 $(GO) test -count=1 -v -timeout 15m -run '^TestUpgradeFromPreviousRelease$$' ./test/e2e/upgrade
+
 # The whole suite, as CI runs it: lint, CRD freshness, unit tests with the
-# race detector, the test driver's tests, then the end-to-end tests on real
-# parts. A missing mock driver fails instead of skipping.
+# race detector, 5 s of each fuzz target, the test driver's tests, then the
+# end-to-end tests on real parts. A missing mock driver fails instead of
+# skipping.
 test: export SNAPKEEPER_REQUIRE_MOCK_CSI = 1
-test: lint check-crds unit test-tools e2e
+test: lint check-crds unit fuzz-short test-tools e2e
 
 # The full differential conformance catalogue (docs/compatibility.md): every
 # scenario against the four pairings of our and the community binder and
@@ -128,6 +147,11 @@ $(PEERS) &: hack/tools/peers/go.mod hack/tools/peers/go.sum
 # the RBAC it ships with. Ours and the community pair (defaults, tuned, and
 # at our client limits) run 3 times each, interleaved; the commit is
 # recorded and a dirty tree is refused (-allow-dirty overrides, and says so).
+# Then the scale runs (-scale=500,5000,20000 for ours and community-equal;
+# above -scale-dynamic-max=5000 the snapshots are seeded ready) and the cold
+# start over -cold-start-m=100000 seeded ready snapshots (about 25 + 15 min
+# more on an idle machine; kube-apiserver then needs ~10 GiB);
+# BENCH_ARGS="-scale= -cold-start-m=0" skips them.
 # BENCH_ARGS adds flags, e.g. BENCH_ARGS="-community-default-n=100" or
 # "-csi-latency -csi-ready-after=5s-30s" (see `go run ./test/bench -h`).
 bench: tools $(PEERS)

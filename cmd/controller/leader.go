@@ -155,7 +155,10 @@ func (o *Options) checkLease(ctx context.Context, kube kubernetes.Interface, nam
 // without --leader-election it runs at once. Either way a fresh Lease held
 // by a foreign controller is reported first (see judgeLease). Losing the
 // lease ends the process (a fresh start re-syncs from the caches of the new
-// leader).
+// leader). When ctx ends (SIGTERM) while leading, run is stopped and waited
+// for, and only then is the Lease released: the replica waiting for it (a
+// rolling update) takes over within its retry period instead of a whole
+// lease duration, and never while this one still writes.
 func (o *Options) withLeaderElection(ctx context.Context, kube kubernetes.Interface, name string, h *health, run func(context.Context) error) error {
 	if err := o.checkLease(ctx, kube, name); err != nil {
 		return err
@@ -176,7 +179,11 @@ func (o *Options) withLeaderElection(ctx context.Context, kube kubernetes.Interf
 	logger := klog.FromContext(ctx)
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(o.LeaderElectionRenewDeadline)
 	h.addWatchdog(watchdog)
-	errc := make(chan error, 1)
+	guard := newLeaderGuard()
+	// The elector's own context ends only after run has returned (see
+	// leaderGuard): with ReleaseOnCancel it then gives the Lease up.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   o.LeaderElectionLeaseDuration,
@@ -186,12 +193,8 @@ func (o *Options) withLeaderElection(ctx context.Context, kube kubernetes.Interf
 		Name:            name,
 		WatchDog:        watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { errc <- run(ctx) },
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					errc <- fmt.Errorf("lost the %s lease", name)
-				}
-			},
+			OnStartedLeading: func(leCtx context.Context) { guard.run(ctx, leCtx, run) },
+			OnStoppedLeading: func() {},
 			OnNewLeader: func(leader string) {
 				if leader != id {
 					logger.Info("Lease held by another process", "lease", lock.LeaseMeta.Namespace+"/"+name,
@@ -204,11 +207,17 @@ func (o *Options) withLeaderElection(ctx context.Context, kube kubernetes.Interf
 		return err
 	}
 	logger.Info("Waiting for leadership", "lease", lock.LeaseMeta.Namespace+"/"+name, "identity", id)
-	go le.Run(ctx)
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		le.Run(electCtx)
+	}()
+	err = guard.wait(ctx, name)
+	stopElecting()
 	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		return nil
+	case <-elected:
+	case <-time.After(o.LeaderElectionRenewDeadline):
+		logger.Info("Exiting before the Lease was released: the next leader waits for it to expire", "lease", lock.LeaseMeta.Namespace+"/"+name)
 	}
+	return err
 }

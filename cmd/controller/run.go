@@ -6,6 +6,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"strings"
+	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapscheme "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/scheme"
@@ -108,6 +109,7 @@ func run(ctx context.Context, o *Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
+	started := 0
 	// Each component has its own clients (its own rate limits; the user
 	// agent names the component), waits for the CRDs on its own and runs until ctx ends.
 	components := []struct {
@@ -132,13 +134,44 @@ func run(ctx context.Context, o *Options) error {
 		groups := o.groupsOn(ctx, served)
 		run := comp.run
 		go func() { errc <- run(ctx, cl, reg, h, groups) }()
+		started++
 	}
+	return awaitComponents(ctx, cancel, errc, started, componentStopWait)
+}
+
+// componentStopWait bounds the wait for the components to stop, within the
+// chart's 30 s terminationGracePeriodSeconds.
+const componentStopWait = 20 * time.Second
+
+// awaitComponents blocks until ctx ends (SIGTERM) or a component fails,
+// then stops the others (cancel) and waits, at most wait, for every one of
+// the n started to return: a component returns once its work has stopped
+// and its Lease is released, so the replica waiting for the Lease takes
+// over at once instead of after the lease duration. It returns the error
+// of the component that failed first; after SIGTERM, what the components
+// return on the way out is only logged.
+func awaitComponents(ctx context.Context, cancel context.CancelFunc, errc <-chan error, n int, wait time.Duration) error {
+	logger := klog.FromContext(ctx)
+	var err error
 	select {
 	case <-ctx.Done():
-		return nil
-	case err := <-errc:
-		return err
+	case err = <-errc:
+		n--
 	}
+	cancel()
+	deadline := time.After(wait)
+	for ; n > 0; n-- {
+		select {
+		case e := <-errc:
+			if e != nil {
+				logger.Info("Component stopped with an error", "err", e.Error())
+			}
+		case <-deadline:
+			logger.Info("Exiting while components still stop: their Leases expire instead of being released", "components", n, "waited", wait)
+			return err
+		}
+	}
+	return err
 }
 
 func (o *Options) leaseNamespace() string {

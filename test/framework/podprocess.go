@@ -1,0 +1,114 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodProcess runs one container of a Deployment stored on the API server
+// as a local process, the way the kubelet would: the container's arguments
+// with $(VAR) references expanded from its env, and the ServiceAccount's
+// token (from the TokenRequest API) as its identity. Rewrite replaces what
+// differs on this machine (ports, paths of mounted volumes). No kubelet
+// runs here: this is how the suites check that the arguments and RBAC a
+// chart renders are the ones our binaries work with.
+type PodProcess struct {
+	Namespace, Deployment, Container string
+	// Pod is the pod's name (fieldRef metadata.name); default
+	// "<deployment>-0". Two replicas of one Deployment need two names.
+	Pod     string
+	Rewrite map[string]string // argument prefix -> replacement argument
+	Extra   []string          // appended after the rendered arguments
+}
+
+var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// Args are the container's arguments as the kubelet would pass them, with
+// Rewrite applied, and the ServiceAccount the pod runs as.
+func (p PodProcess) Args(ctx context.Context, e *Env) (args []string, serviceAccount string, err error) {
+	dep, err := e.Kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Deployment, metav1.GetOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("deployment %s/%s: %w", p.Namespace, p.Deployment, err)
+	}
+	var c *corev1.Container
+	for i := range dep.Spec.Template.Spec.Containers {
+		if dep.Spec.Template.Spec.Containers[i].Name == p.Container {
+			c = &dep.Spec.Template.Spec.Containers[i]
+		}
+	}
+	if c == nil {
+		return nil, "", fmt.Errorf("deployment %s/%s has no container %s", p.Namespace, p.Deployment, p.Container)
+	}
+	vars := map[string]string{}
+	for _, ev := range c.Env {
+		switch {
+		case ev.ValueFrom == nil:
+			vars[ev.Name] = ev.Value
+		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			vars[ev.Name] = p.Namespace
+		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			vars[ev.Name] = p.pod()
+		}
+	}
+	for _, a := range c.Args {
+		a = envRef.ReplaceAllStringFunc(a, func(m string) string {
+			if v, ok := vars[m[2:len(m)-1]]; ok {
+				return v
+			}
+			return m
+		})
+		for prefix, repl := range p.Rewrite {
+			if strings.HasPrefix(a, prefix) {
+				a = repl
+			}
+		}
+		args = append(args, a)
+	}
+	return append(args, p.Extra...), dep.Spec.Template.Spec.ServiceAccountName, nil
+}
+
+func (p PodProcess) pod() string {
+	if p.Pod != "" {
+		return p.Pod
+	}
+	return p.Deployment + "-0"
+}
+
+// Start runs bin with the container's arguments and a kubeconfig of the
+// pod's ServiceAccount, logs in a directory of the control plane's.
+// t.Cleanup stops it (SIGTERM, 10 s, SIGKILL) and prints its log when the
+// test failed.
+func (p PodProcess) Start(t T, e *Env, bin string) *Process {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args, sa, err := p.Args(ctx, e)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	dir := e.TempDir(t, p.pod()+"-"+p.Container)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := e.ServiceAccountKubeconfig(ctx, p.Namespace, sa, kubeconfig, 3600); err != nil {
+		t.Fatalf("%v", err)
+	}
+	args = append(args, "--kubeconfig="+kubeconfig)
+	proc, err := StartProcess(dir, p.pod()+"-"+p.Container, bin, args, "POD_NAMESPACE="+p.Namespace, "POD_NAME="+p.pod())
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Logf("%s (%s/%s) runs %s as %s with %v", p.pod(), p.Deployment, p.Container, filepath.Base(bin), sa, args)
+	t.Cleanup(func() {
+		proc.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", proc.Name, proc.Tail(4000))
+		}
+	})
+	return proc
+}

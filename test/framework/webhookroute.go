@@ -1,0 +1,93 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// PointWebhooksAt sends every entry of the Validating- and
+// MutatingWebhookConfiguration named name to https://addr with the entry's
+// own path: the test API server has no Service routing, so a chart's
+// Service reference is replaced by a URL on loopback. caBundle and every
+// other field stay as they are. It can be called again, to move to another
+// address or after PointWebhooksAtService.
+func PointWebhooksAt(ctx context.Context, e *Env, name, addr string) error {
+	return routeWebhooks(ctx, e, name, func(c *admissionregistrationv1.WebhookClientConfig, path string) {
+		u := "https://" + addr + path
+		c.Service, c.URL = nil, &u
+	})
+}
+
+// PointWebhooksAtService puts the Service reference back (svc with each
+// entry's own path) where PointWebhooksAt put a URL, keeping caBundle:
+// the configurations then look as the chart rendered them, which `helm
+// upgrade` needs (its three-way merge re-adds the Service next to the URL
+// otherwise, and the API server refuses an entry with both).
+func PointWebhooksAtService(ctx context.Context, e *Env, name string, svc admissionregistrationv1.ServiceReference) error {
+	return routeWebhooks(ctx, e, name, func(c *admissionregistrationv1.WebhookClientConfig, path string) {
+		ref := svc
+		ref.Path = &path
+		c.Service, c.URL = &ref, nil
+	})
+}
+
+// routeWebhooks rewrites the clientConfig of every entry of both
+// configurations named name with set, given the entry's current path; an
+// update that raced with another writer (a webhook filling its caBundle) is
+// retried on the new object.
+func routeWebhooks(ctx context.Context, e *Env, name string, set func(c *admissionregistrationv1.WebhookClientConfig, path string)) error {
+	reg := e.Kube.AdmissionregistrationV1()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range vwc.Webhooks {
+			path, err := entryPath(vwc.Webhooks[i].ClientConfig)
+			if err != nil {
+				return fmt.Errorf("ValidatingWebhookConfiguration %s, webhooks[%d]: %w", name, i, err)
+			}
+			set(&vwc.Webhooks[i].ClientConfig, path)
+		}
+		_, err = reg.ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range mwc.Webhooks {
+			path, err := entryPath(mwc.Webhooks[i].ClientConfig)
+			if err != nil {
+				return fmt.Errorf("MutatingWebhookConfiguration %s, webhooks[%d]: %w", name, i, err)
+			}
+			set(&mwc.Webhooks[i].ClientConfig, path)
+		}
+		_, err = reg.MutatingWebhookConfigurations().Update(ctx, mwc, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// entryPath is the path an entry calls: its Service's, or its URL's.
+func entryPath(c admissionregistrationv1.WebhookClientConfig) (string, error) {
+	switch {
+	case c.Service != nil && c.Service.Path != nil:
+		return *c.Service.Path, nil
+	case c.URL != nil:
+		u, err := url.Parse(*c.URL)
+		if err != nil {
+			return "", fmt.Errorf("clientConfig.url: %w", err)
+		}
+		return u.Path, nil
+	}
+	return "", nil
+}
