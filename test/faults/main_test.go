@@ -2,8 +2,13 @@
 // controller binary on a real kube-apiserver next to the mock CSI driver,
 // with the controller SIGKILLed at random moments, driver calls failing,
 // hanging past the call timeout or losing their replies, the driver
-// restarting, and a rate-limited controller facing a burst of deletes.
-// Every scenario ends with the same invariants (invariants_test.go).
+// restarting, a rate-limited controller facing a burst of deletes, the API
+// server restarted, the leader of two replicas killed, and the webhook
+// down; hostile input for the controller (absurd names and values, objects
+// stored before the CRD rules, secret templates, a planted secret that must
+// appear nowhere) and for the webhook (slow, idle, oversized and malformed
+// clients, a GitOps re-sync of 200 objects). The workload scenarios end
+// with the same invariants (invariants_test.go).
 //
 // Each scenario draws every random choice from a math/rand/v2 generator
 // seeded by SNAPKEEPER_FAULT_SEED (or -fault-seed), time-based by default,
