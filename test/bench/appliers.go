@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -78,17 +76,7 @@ func newAppliers(ctx context.Context, env *framework.Env, n int) ([]*clients, er
 // dispatched is apiserver_flowcontrol_dispatched_requests_total by
 // priority level: where APF placed the requests.
 func (a *apiServer) dispatched(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+framework.AdminToken)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape API server metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := a.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}

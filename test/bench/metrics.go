@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -122,24 +124,33 @@ func newAPIServer(env *framework.Env) *apiServer {
 	}}}
 }
 
-// Writes returns apiserver_request_total summed per write verb and resource
-// (all codes), without the ignored resources.
-func (a *apiServer) Writes(ctx context.Context) (writeCounts, error) {
-	out := newWriteCounts()
+// scrape reads the API server's /metrics as the admin.
+func (a *apiServer) scrape(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/metrics", nil)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+framework.AdminToken)
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return out, fmt.Errorf("scrape API server metrics: %w", err)
+		return nil, fmt.Errorf("scrape API server metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("scrape API server metrics: %s", resp.Status)
+		return nil, fmt.Errorf("scrape API server metrics: %s", resp.Status)
 	}
-	err = framework.EachSample(resp.Body, "apiserver_request_total", func(labels map[string]string, v float64) {
+	return io.ReadAll(resp.Body)
+}
+
+// Writes returns apiserver_request_total summed per write verb and resource
+// (all codes), without the ignored resources.
+func (a *apiServer) Writes(ctx context.Context) (writeCounts, error) {
+	out := newWriteCounts()
+	body, err := a.scrape(ctx)
+	if err != nil {
+		return out, err
+	}
+	err = framework.EachSample(bytes.NewReader(body), "apiserver_request_total", func(labels map[string]string, v float64) {
 		if !writeVerbs[labels["verb"]] || ignoredResources[labels["resource"]] {
 			return
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -29,17 +27,7 @@ type pressure struct {
 // apiPressure scrapes the API server's rejection counters.
 func (a *apiServer) apiPressure(ctx context.Context) (pressure, error) {
 	p := pressure{APFRejected: map[string]float64{}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/metrics", nil)
-	if err != nil {
-		return p, err
-	}
-	req.Header.Set("Authorization", "Bearer "+framework.AdminToken)
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return p, fmt.Errorf("scrape API server metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := a.scrape(ctx)
 	if err != nil {
 		return p, err
 	}
