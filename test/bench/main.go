@@ -67,6 +67,9 @@ type options struct {
 	adminControllers  bool
 	csiLatency        bool
 	csiReadyAfter     string
+	waiting           string
+	waitingSystems    string
+	waitingN          int
 	scale             string
 	scaleSystems      string
 	scaleDynamicMax   int
@@ -89,7 +92,10 @@ func main() {
 	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "Run on a tree with uncommitted or untracked files (the report says so prominently).")
 	fs.BoolVar(&o.adminControllers, "admin-controllers", false, "Run the controllers and the webhook as admin (system:masters, exempt from API Priority and Fairness) instead of their ServiceAccounts.")
 	fs.BoolVar(&o.csiLatency, "csi-latency", false, "Give the mock driver latency (CreateSnapshot 200 ms, ListSnapshots 50 ms) in the scenario.")
-	fs.StringVar(&o.csiReadyAfter, "csi-ready-after", "", "With a duration range such as 5s-30s, the mock driver answers readyToUse=false for a snapshot until that long (spread per snapshot) after its first answer.")
+	fs.StringVar(&o.csiReadyAfter, "csi-ready-after", "", "Experiments: with a duration range such as 5s-30s, the mock driver of the main scenario answers readyToUse=false for a snapshot until that long (spread per snapshot) after its first answer (-waiting measures this on its own).")
+	fs.StringVar(&o.waiting, "waiting", "5s-30s", "The slow-driver stage: a driver with -csi-latency whose snapshots turn ready this long (spread per snapshot) after its first answer; per snapshot the CSI calls and API writes while it uploads and the delay until the VolumeSnapshot shows it ready (empty skips it).")
+	fs.StringVar(&o.waitingSystems, "waiting-systems", "ours,community-tuned,community-equal", "Systems for the slow-driver stage, -repeats runs each, interleaved.")
+	fs.IntVar(&o.waitingN, "waiting-n", 0, "Snapshots in the slow-driver stage (0: same as -n).")
 	fs.BoolVar(&o.skipCommunity, "skip-community", false, "Run only snapkeeper (scenario and steady state).")
 	fs.IntVar(&o.communityDefaultN, "community-default-n", 0, "Snapshots for the community pair at default flags (0: same as -n). A smaller value is reported as measured and extrapolated linearly to -n: at QPS 5 its time is client-side waiting that grows with N.")
 	fs.IntVar(&o.createConc, "create-concurrency", 100, "Goroutines creating (and deleting) the snapshots.")
@@ -130,7 +136,7 @@ func run(ctx context.Context, o options, args string) int {
 		}
 	}
 	oursArgs := strings.Fields(o.oursArgs)
-	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems} {
+	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems, o.waitingSystems} {
 		if _, err := pick(list, o.skipCommunity, oursArgs); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -149,11 +155,13 @@ func run(ctx context.Context, o options, args string) int {
 		fmt.Fprintf(os.Stderr, "bench: the tree at %s is not clean (%s): commit first, or pass -allow-dirty (the report then says so)\n", tree.commit, tree.dirty)
 		return 2
 	}
-	if lo, hi, _ := strings.Cut(o.csiReadyAfter, "-"); o.csiReadyAfter != "" {
-		for _, d := range []string{lo, hi} {
-			if _, err := time.ParseDuration(d); err != nil && d != "" {
-				fmt.Fprintf(os.Stderr, "bench: -csi-ready-after %q: want min-max durations such as 5s-30s\n", o.csiReadyAfter)
-				return 2
+	for flag, v := range map[string]string{"csi-ready-after": o.csiReadyAfter, "waiting": o.waiting} {
+		if lo, hi, _ := strings.Cut(v, "-"); v != "" {
+			for _, d := range []string{lo, hi} {
+				if _, err := time.ParseDuration(d); err != nil && d != "" {
+					fmt.Fprintf(os.Stderr, "bench: -%s %q: want min-max durations such as 5s-30s\n", flag, v)
+					return 2
+				}
 			}
 		}
 	}

@@ -17,6 +17,7 @@ type report struct {
 	steady    []*steadyResult
 	cold      []*steadyResult
 	scale     []*scenarioResult
+	waiting   []*scenarioResult // the slow-driver stage (-waiting)
 	groups    []*groupResult
 	admission *admissionResult
 	tree      treeState
@@ -53,6 +54,11 @@ func (r *report) failures() []string {
 	for _, s := range r.scale {
 		if s.Err != nil {
 			out = append(out, fmt.Sprintf("scale %s (N=%d, %s): %v", s.System.ID, s.N, pathOf(s.Seeded), s.Err))
+		}
+	}
+	for _, s := range r.waiting {
+		if s.Err != nil {
+			out = append(out, fmt.Sprintf("slow driver %s, run %d (N=%d): %v", s.System.ID, s.Run, s.N, s.Err))
 		}
 	}
 	for _, g := range r.groups {

@@ -33,6 +33,9 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 			}
 		}
 	}
+	if err := runWaitingStage(ctx, o, rep, oursArgs, base, flush); err != nil {
+		return err
+	}
 	so := steadyOptions{m: o.steadyM, createConc: o.createConc, seedConc: o.seedConc, idle: o.steadyIdle, quiet: o.quiet, keep: o.keep}
 	if o.steadyM > 0 && ctx.Err() == nil {
 		steadySystems, err := pick(o.steadySystems, o.skipCommunity, oursArgs)
@@ -95,6 +98,43 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 			}
 		}
 		flush()
+	}
+	return nil
+}
+
+// runWaitingStage runs -waiting-systems -repeats times each, interleaved,
+// with the slow driver: latency, and readiness -waiting after the cut. No
+// ceiling measurement: the times are the driver's, not the API server's.
+func runWaitingStage(ctx context.Context, o options, rep *report, oursArgs []string, base scenarioOptions, flush func()) error {
+	if o.waiting == "" || ctx.Err() != nil {
+		return nil
+	}
+	systems, err := pick(o.waitingSystems, o.skipCommunity, oursArgs)
+	if err != nil {
+		return err
+	}
+	base.ceilingOps, base.csiLatency, base.csiReadyAfter = 0, true, o.waiting
+	if o.waitingN > 0 {
+		base.n = o.waitingN
+	}
+	for i := 0; i < max(o.repeats, 1) && ctx.Err() == nil; i++ {
+		for _, sys := range systems {
+			if sys.ID == sysCommunityDefault {
+				logf("[waiting] community-default at QPS 5 measures its client limits, not its polling; skipped")
+				continue
+			}
+			logf("[waiting %s] run %d of %d", sys.ID, i+1, max(o.repeats, 1))
+			r := runScenario(ctx, sys, base)
+			r.Run = i + 1
+			if r.Err != nil {
+				logf("[waiting %s] FAILED: %v", sys.ID, r.Err)
+			}
+			rep.waiting = append(rep.waiting, r)
+			flush()
+			if ctx.Err() != nil {
+				break
+			}
+		}
 	}
 	return nil
 }

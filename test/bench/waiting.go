@@ -12,32 +12,51 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // waitStats is what a system spent per snapshot while the driver answered
-// "not ready" (-csi-ready-after): from the driver's first answer about a
-// snapshot until the moment the driver turned ready, and how late the
-// VolumeSnapshot showed it.
+// "not ready" (-waiting): from the driver's first answer about a snapshot
+// until the moment the driver turned ready, and how late the VolumeSnapshot
+// showed it.
+//
+// The interval has two parts. The cut's record runs from the first answer
+// until the VolumeSnapshot shows the cut (status.creationTime) and the
+// content has lost its being-created mark: the writes that store the
+// handle, clear the in-flight mark and tell the user the snapshot is cut
+// happen once there, whatever the upload takes. The wait
+// proper runs from then until the driver turns ready: polling is all that
+// should happen in it, and every write there is a cost per poll.
 type waitStats struct {
 	Snapshots int // snapshots whose first answer and turn were seen
 	// CallsMean, CallsMax: CSI calls about the snapshot after the first
 	// answer and before the driver turned ready (polls).
 	CallsMean, CallsMax float64
-	// Writes: changes to the VolumeSnapshot and its content in the same
-	// interval, by kind, summed over the snapshots, without the one
-	// status write that records the handle of the first answer.
+	// CutWrites: changes to the VolumeSnapshot and its content from the
+	// first answer until the VolumeSnapshot showed the cut (at the latest
+	// when the driver turned ready), by kind, summed over the snapshots,
+	// without the status write that records the handle.
+	CutWrites map[string]int
+	// Writes: the same changes from then until the driver turned ready.
 	Writes    map[string]int
 	WritesMax int // most such writes for one snapshot
+	// CutShown: snapshots whose VolumeSnapshot showed the cut before the
+	// driver turned ready.
+	CutShown int
 	// Lag: from the driver turning ready until the VolumeSnapshot showed
 	// readyToUse (median, 99th percentile, last).
 	LagP50, LagP99, LagMax time.Duration
 	Dropped                int64 // call log entries the driver dropped (figures then partial)
 }
 
-func (s *waitStats) writesTotal() int {
+func (s *waitStats) writesTotal() int { return sum(s.Writes) }
+
+func (s *waitStats) cutWritesTotal() int { return sum(s.CutWrites) }
+
+func sum(m map[string]int) int {
 	n := 0
-	for _, v := range s.Writes {
+	for _, v := range m {
 		n += v
 	}
 	return n
@@ -58,6 +77,8 @@ type waitRecorder struct {
 	drv     *framework.CSIDriver
 	mu      sync.Mutex
 	updates map[string][]objUpdate // VolumeSnapshot name -> its changes
+	cutAt   map[string]time.Time   // VolumeSnapshot name -> when its status first showed creationTime
+	unmark  map[string]time.Time   // VolumeSnapshot name -> when its content lost the being-created mark
 	regs    []cache.ResourceEventHandlerRegistration
 	log     []framework.CallLogEntry
 	since   int64
@@ -67,7 +88,7 @@ type waitRecorder struct {
 }
 
 func startWaitRecorder(ctx context.Context, w *watcher, drv *framework.CSIDriver) *waitRecorder {
-	r := &waitRecorder{w: w, drv: drv, updates: map[string][]objUpdate{}, done: make(chan struct{})}
+	r := &waitRecorder{w: w, drv: drv, updates: map[string][]objUpdate{}, cutAt: map[string]time.Time{}, unmark: map[string]time.Time{}, done: make(chan struct{})}
 	if l, err := drv.GetCallLog(ctx, 0); err == nil {
 		r.since = l.Last
 	}
@@ -75,6 +96,9 @@ func startWaitRecorder(ctx context.Context, w *watcher, drv *framework.CSIDriver
 		old, cur := o.(*snapv1.VolumeSnapshot), n.(*snapv1.VolumeSnapshot)
 		if old.ResourceVersion != cur.ResourceVersion {
 			r.add(cur.Name, "VolumeSnapshot "+changed(old.Status, cur.Status))
+		}
+		if cutShown(cur) && !cutShown(old) {
+			r.first(r.cutAt, cur.Name)
 		}
 	}})
 	contents, _ := w.contents.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
@@ -87,6 +111,9 @@ func startWaitRecorder(ctx context.Context, w *watcher, drv *framework.CSIDriver
 			kind = handleRecorded
 		}
 		r.add(cur.Spec.VolumeSnapshotRef.Name, kind)
+		if beingCreated(old) && !beingCreated(cur) {
+			r.first(r.unmark, cur.Spec.VolumeSnapshotRef.Name)
+		}
 	}})
 	r.regs = []cache.ResourceEventHandlerRegistration{snaps, contents}
 	ctx, r.stop = context.WithCancel(ctx)
@@ -116,6 +143,23 @@ func knownHandleOf(c *snapv1.VolumeSnapshotContent) string {
 		return *c.Status.SnapshotHandle
 	}
 	return ""
+}
+
+func cutShown(vs *snapv1.VolumeSnapshot) bool {
+	return vs.Status != nil && vs.Status.CreationTime != nil
+}
+
+func beingCreated(c *snapv1.VolumeSnapshotContent) bool {
+	return c.Annotations[snapshot.AnnBeingCreated] == snapshot.ValueYes
+}
+
+// first records now under name in m unless something is there already.
+func (r *waitRecorder) first(m map[string]time.Time, name string) {
+	r.mu.Lock()
+	if _, ok := m[name]; !ok {
+		m[name] = time.Now()
+	}
+	r.mu.Unlock()
 }
 
 func (r *waitRecorder) add(snapshot, kind string) {
@@ -161,7 +205,7 @@ func (r *waitRecorder) finish(ctx context.Context, readyAfter string) (*waitStat
 		}
 		calls[e.SnapshotID] = append(calls[e.SnapshotID], e.Time)
 	}
-	st := &waitStats{Writes: map[string]int{}, Dropped: r.dropped}
+	st := &waitStats{CutWrites: map[string]int{}, Writes: map[string]int{}, Dropped: r.dropped}
 	var lags []time.Duration
 	var callSum float64
 	for _, o := range r.w.contents.GetStore().List() {
@@ -181,9 +225,23 @@ func (r *waitRecorder) finish(ctx context.Context, readyAfter string) (*waitStat
 		}
 		callSum += float64(n)
 		st.CallsMax = max(st.CallsMax, float64(n))
+		cut, ok := r.cutAt[name]
+		if u, marked := r.unmark[name]; ok && marked && u.After(cut) {
+			cut = u
+		}
+		if ok && cut.Before(turned) {
+			st.CutShown++
+		} else {
+			cut = turned
+		}
 		w := 0
 		for _, u := range r.updates[name] {
-			if u.at.After(t0) && u.at.Before(turned) && u.kind != handleRecorded {
+			switch {
+			case !u.at.After(t0) || !u.at.Before(turned) || u.kind == handleRecorded:
+			case !u.at.After(cut):
+				// The write that shows the cut is its record's last.
+				st.CutWrites[u.kind]++
+			default:
 				st.Writes[u.kind]++
 				w++
 			}

@@ -38,10 +38,10 @@ const (
 )
 
 const (
-	// pollStart is the first delay of the readiness poll; it doubles up to
-	// Backoff.Max. A snapshot that is not ready at once is often ready a
-	// moment later.
-	pollStart = 100 * time.Millisecond
+	// minPollStart is the shortest first delay of the readiness poll: a
+	// backend that did not finish with the cut takes seconds to upload, and
+	// a shorter start only adds calls (docs/csi-side.md, "Readiness").
+	minPollStart = time.Second
 	// staleRecheck re-reads a content whose cached copy predates our last
 	// write, in case the write's event never comes (the object was replaced
 	// during a relist, say). The event normally comes within milliseconds.
@@ -136,7 +136,11 @@ func New(cfg Config) *Controller {
 		synced:   []cache.InformerSynced{contentInf.HasSynced, classInf.HasSynced},
 		now:      time.Now,
 	}
-	c.polls = newDelays(pollStart, cfg.Backoff.Max, c.clock)
+	// The readiness poll waits as the community sidecar's rate-limited
+	// requeue does with its default flags: a second after the cut (or
+	// Backoff.Start, if longer), doubling up to Backoff.Max
+	// (docs/contract.md, "Readiness polling").
+	c.polls = newDelays(max(cfg.Backoff.Start, minPollStart), cfg.Backoff.Max, c.clock)
 	c.retries = newDelays(cfg.Backoff.Start, cfg.Backoff.Max, c.clock)
 	c.loop = workloop.NewLoop("csi-snapshotter-content", cfg.Backoff, c.sync)
 	c.groups = c.newGroups(cfg.Groups)

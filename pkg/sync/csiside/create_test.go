@@ -12,6 +12,7 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
 func TestCreate(t *testing.T) {
@@ -38,10 +39,10 @@ func TestCreate(t *testing.T) {
 			wantWrites: []string{"patch", "patch status", "patch"},
 			wantStatus: ptr.To(testkit.Cut("snap-id", true)),
 		},
-		"a snapshot cut but not ready yet is polled again after 100ms": {
+		"a snapshot cut but not ready yet is polled again after a second": {
 			setup:          setup{contents: contents(newContent("c1")), objects: classes},
 			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", false), nil)},
-			wantRequeue:    pollStart,
+			wantRequeue:    minPollStart,
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
 			wantStatus:     ptr.To(testkit.Cut("snap-id", false)),
@@ -222,20 +223,19 @@ func TestPollUntilReady(t *testing.T) {
 			})
 			h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", false), nil))
 			res, err := h.sync("c1")
-			if err != nil || res.RequeueAfter != pollStart {
-				t.Fatalf("first sync: %v, %v; want a requeue after %v", res, err, pollStart)
+			if err != nil || res.RequeueAfter != minPollStart {
+				t.Fatalf("first sync: %v, %v; want a requeue after %v", res, err, minPollStart)
 			}
 			h.writes()
 			h.refresh()
 
 			// An event before the delay is over calls nothing.
-			if res, _ := h.sync("c1"); res.RequeueAfter != pollStart {
-				t.Errorf("early sync requeues after %v, want the remaining %v", res.RequeueAfter, pollStart)
+			if res, _ := h.sync("c1"); res.RequeueAfter != minPollStart {
+				t.Errorf("early sync requeues after %v, want the remaining %v", res.RequeueAfter, minPollStart)
 			}
 			// The delay doubles up to the retry maximum.
-			want := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
-				1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond, 8 * time.Second, 8 * time.Second}
-			wait := pollStart
+			want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
+			wait := minPollStart
 			for i, w := range want {
 				h.now = h.now.Add(wait)
 				h.driver.script(tc.poll(false))
@@ -304,3 +304,23 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 func contents(cs ...*snapv1.VolumeSnapshotContent) []*snapv1.VolumeSnapshotContent { return cs }
+
+// The first readiness poll comes a second after the cut, or after
+// --retry-interval-start when that is longer, as the community sidecar's
+// requeue with its 1 s default: the 50 ms error retry start of our own
+// defaults would cost a dozen driver calls in the first second.
+func TestFirstPollDelay(t *testing.T) {
+	for retryStart, want := range map[time.Duration]time.Duration{
+		50 * time.Millisecond: time.Second,
+		time.Second:           time.Second,
+		3 * time.Second:       3 * time.Second,
+	} {
+		h := newHarness(t, setup{contents: contents(newContent("c1")), objects: classes, config: func(c *Config) {
+			c.Backoff = workloop.Backoff{Start: retryStart, Max: time.Minute}
+		}})
+		h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", false), nil))
+		if res, err := h.sync("c1"); err != nil || res.RequeueAfter != want {
+			t.Errorf("retry start %v: first sync %v, %v; want a poll after %v", retryStart, res, err, want)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func TestPreProvisioned(t *testing.T) {
 		"with LIST_SNAPSHOTS an unready snapshot is polled": {
 			setup:          setup{contents: imported(), caps: list},
 			calls:          []call{getCall("backend-1", snapOf("backend-1", false), nil)},
-			wantRequeue:    pollStart,
+			wantRequeue:    minPollStart,
 			wantWrites:     []string{"patch status"},
 			wantFinalizers: bound,
 			wantStatus:     ptr.To(testkit.Cut("backend-1", false)),

@@ -19,7 +19,7 @@ import (
 // polled until it is ready; the snapshot is cut exactly once, under the
 // deterministic name, and deleting the VolumeSnapshot deletes it.
 func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
-	const notReady = 5
+	const notReady = 3 // polls 1, 3 and 7 s after the cut
 	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "*", NotReady: notReady}}})
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", &s.Class)
