@@ -361,3 +361,30 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 		})
 	}
 }
+
+// A cache listed while another process released and the API server
+// removed a snapshot still shows it alive with its finalizers. The binder
+// must not make its content from that copy: the content would outlive the
+// snapshot, with its backend snapshot, for good (found by
+// TestControllerKills, docs/reliability.md).
+func TestNoContentForASnapshotGoneBehindTheCache(t *testing.T) {
+	pvc, pv := testkit.BoundClaim("pvc1")
+	vs := testkit.Snapshot("s1", testkit.ClassName("gold"), testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
+	h := newHarness(t, vs, pvc, pv, testkit.SnapshotClass("gold"))
+	cached := h.getSnapshot("s1")
+	if err := h.api.Snap.SnapshotV1().VolumeSnapshots(testNS).Delete(context.Background(), "s1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.api.ClearActions()
+	if _, err := h.c.dynamic(context.Background(), cached); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range h.writes() {
+		if strings.Contains(w, "volumesnapshotcontents") {
+			t.Errorf("wrote %q for a snapshot the API server no longer holds", w)
+		}
+	}
+	if c := h.api.Content(snapshot.ContentNameFor(vs.UID)); c != nil {
+		t.Errorf("content %s created for a snapshot that is gone", c.Name)
+	}
+}

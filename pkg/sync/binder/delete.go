@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
@@ -46,6 +47,7 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 	if content != nil && c.cfg.Writer.Stale(content) {
 		return workloop.Result{}, nil // our mark is on its way back as an event
 	}
+	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(vs.Namespace, vs.Name))
 	if content != nil {
 		mark := &writer.Patch{}
 		mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
@@ -59,6 +61,7 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 				if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
 					return workloop.Result{}, err
 				}
+				logger.V(2).Info("Deleted the VolumeSnapshotContent of a deleted VolumeSnapshot", "content", content.Name)
 			}
 			// The content's delete event brings us back once the CSI side
 			// removed the backend snapshot and its finalizer.
@@ -73,10 +76,13 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 		}
 		return workloop.Result{}, err
 	}
-	driver := ""
+	driver, why := "", "no content exists for it"
 	if content != nil {
-		driver = content.Spec.Driver
+		driver, why = content.Spec.Driver, "its content is retained"
 	}
+	// Said at -v=2: a snapshot released while its content lives would
+	// leave the content and its backend snapshot behind for good.
+	logger.V(2).Info("Released the deleted VolumeSnapshot", "content", contentNameOf(vs), "why", why)
 	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(vs.UID, OpDeleteSnapshot, driver, snapType(vs), "success", vs.DeletionTimestamp.Time)

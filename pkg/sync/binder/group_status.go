@@ -77,7 +77,7 @@ func groupType(g *groupv1.VolumeGroupSnapshot) string {
 // false, except for class problems) with a Warning event, only when the
 // message changes.
 func (c *Controller) setGroupError(ctx context.Context, g *groupv1.VolumeGroupSnapshot, p *problem) error {
-	msg := trimMessage(p.Message)
+	msg := snapshot.TrimMessage(p.Message)
 	if g.Status != nil && g.Status.Error != nil && g.Status.Error.Message != nil && *g.Status.Error.Message == msg {
 		return nil
 	}

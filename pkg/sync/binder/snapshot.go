@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -123,6 +124,13 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (wo
 	if vs.Spec.VolumeSnapshotClassName == nil {
 		p.Fields = map[string]any{"spec": map[string]any{"volumeSnapshotClassName": plan.class.Name}}
 	}
+	// With nothing to add, the finalizers were stored earlier (a crash or
+	// an error between here and the content), or the cached copy is older
+	// than the object: a cache listed while another process released the
+	// snapshot shows it alive and protected after it is gone. The content
+	// is made only for a snapshot the API server still holds, protected
+	// and not deleting; otherwise it would outlive the snapshot for good.
+	confirm := p.Meta.Empty()
 	pp := &writer.Patch{}
 	pp.Meta.AddFinalizers(plan.pvc, snapshot.FinalizerPVCAsSource)
 	claimErr := make(chan error, 1)
@@ -134,6 +142,11 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (wo
 	if err := errors.Join(snapErr, <-claimErr); err != nil {
 		return workloop.Result{}, err
 	}
+	if confirm {
+		if ok, err := c.stillProtected(ctx, vs, snapshotFinalizers(plan.class.DeletionPolicy)); !ok || err != nil {
+			return workloop.Result{}, err // its events bring it back
+		}
+	}
 	// 3. The content, born with its finalizer. The CSI side puts the
 	// being-created mark on it right before it calls the driver.
 	content := c.newContent(vs, plan)
@@ -142,6 +155,7 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (wo
 	_, err := c.cfg.Writer.CreateContent(ctx, content)
 	switch {
 	case err == nil:
+		klog.FromContext(ctx).V(2).Info("Created VolumeSnapshotContent", "snapshot", objKey(vs.Namespace, vs.Name), "content", content.Name)
 	case !apierrors.IsAlreadyExists(err):
 		// Shown to the user, and retried with the loop's backoff.
 		if serr := c.setError(ctx, vs, problemf(snapshot.ReasonCreateSnapshotContentFailed,
@@ -151,6 +165,29 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (wo
 		return workloop.Result{}, fmt.Errorf("creating VolumeSnapshotContent %s: %w", content.Name, err)
 	}
 	return workloop.Result{}, nil
+}
+
+// stillProtected reads vs from the API server: true when it is the same
+// object, not being deleted, and holds every finalizer in fs.
+func (c *Controller) stillProtected(ctx context.Context, vs *snapv1.VolumeSnapshot, fs []string) (bool, error) {
+	live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshots(vs.Namespace).Get(ctx, vs.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading VolumeSnapshot %s/%s before creating its content: %w", vs.Namespace, vs.Name, err)
+	}
+	if live.UID != vs.UID || live.DeletionTimestamp != nil {
+		klog.FromContext(ctx).V(2).Info("Not creating a content: the cached VolumeSnapshot is outdated", "snapshot", objKey(vs.Namespace, vs.Name),
+			"deleting", live.DeletionTimestamp != nil, "sameUID", live.UID == vs.UID)
+		return false, nil
+	}
+	for _, f := range fs {
+		if !snapshot.HasFinalizer(live, f) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // preProvisioned binds a snapshot to the content it names.
@@ -269,13 +306,4 @@ func (c *Controller) fail(ctx context.Context, vs *snapv1.VolumeSnapshot, p *pro
 		return workloop.Result{}, err
 	}
 	return workloop.Result{RequeueAfter: c.recheck()}, nil
-}
-
-func trimMessage(s string) string {
-	const max = 1024
-	s = strings.TrimSpace(s)
-	if len(s) > max {
-		s = s[:max]
-	}
-	return s
 }

@@ -103,7 +103,7 @@ func statusPatch(st *snapv1.VolumeSnapshotStatus) map[string]any {
 // setError records a problem on the snapshot's status.error, with a Warning
 // event, only when the message changes.
 func (c *Controller) setError(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) error {
-	msg := trimMessage(p.Message)
+	msg := snapshot.TrimMessage(p.Message)
 	if vs.Status != nil && vs.Status.Error != nil && vs.Status.Error.Message != nil && *vs.Status.Error.Message == msg {
 		return nil
 	}

@@ -94,7 +94,7 @@ func (c *Controller) storeCreated(ctx context.Context, content *snapv1.VolumeSna
 // is retried with backoff.
 func (c *Controller) createFailed(ctx context.Context, content *snapv1.VolumeSnapshotContent, callErr error, earlier bool) (workloop.Result, error) {
 	inProgress := csi.MayBeInProgress(callErr) || (earlier && !csi.RejectsRequest(callErr))
-	klog.FromContext(ctx).V(2).Info("CreateSnapshot failed", "err", callErr, "mayBeInProgress", inProgress, "earlierAttempt", earlier)
+	klog.FromContext(ctx).V(2).Info("CreateSnapshot failed", "err", snapshot.TrimMessage(callErr.Error()), "mayBeInProgress", inProgress, "earlierAttempt", earlier)
 	content, err := c.setError(ctx, content, ReasonCreationFailed, "Failed to create snapshot: "+csi.DriverMessage(callErr))
 	if err != nil {
 		return workloop.Result{}, err

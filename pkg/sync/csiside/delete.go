@@ -144,7 +144,7 @@ func (c *Controller) finishInFlight(ctx context.Context, content *snapv1.VolumeS
 		// the mark cut nothing either. Any other final error (Internal,
 		// say) proves only that this call cut nothing: that attempt may
 		// have, so the deletion waits and asks again.
-		logger.V(2).Info("CreateSnapshot rejected finally: nothing was cut", "err", err)
+		logger.V(2).Info("CreateSnapshot rejected finally: nothing was cut", "err", snapshot.TrimMessage(err.Error()))
 		return "", content, nil
 	default:
 		return "", content, c.deleteFailed(ctx, content,

@@ -172,6 +172,7 @@ func (c *Controller) groupCreateFailed(ctx context.Context, content *groupv1.Vol
 // groupFailed shows msg in the group content's status.error (one Warning
 // event per new message) and retries with backoff.
 func (c *Controller) groupFailed(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent, reason, msg string) (workloop.Result, error) {
+	msg = snapshot.TrimMessage(msg)
 	if st := content.Status; st == nil || st.Error == nil || st.Error.Message == nil || *st.Error.Message != msg {
 		now := metav1.NewTime(c.now())
 		fields := map[string]any{"error": map[string]any{"message": msg, "time": now}}

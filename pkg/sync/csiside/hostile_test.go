@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
@@ -52,7 +54,31 @@ func TestHostileContents(t *testing.T) {
 	hugeStatus.RestoreSize = ptr.To(int64(1 << 53))
 	noSize := testkit.Cut("snap-id", true)
 	noSize.RestoreSize = nil
+	// A driver that answers with a megabyte (a stack trace, a dump): stored
+	// cut to snapshot.MaxMessageBytes, or every status write of the content
+	// would fail on etcd's request limit and nothing would ever show.
+	bigErr := "volume vol-1: " + strings.Repeat("frame ", 200_000)
+	bigMsg := snapshot.TrimMessage("Failed to create snapshot: InvalidArgument: " + bigErr)
 	runSyncCases(t, map[string]syncCase{
+		"a driver error of a megabyte is stored cut to a kilobyte": {
+			setup:          setup{contents: contents(newContent("c1")), objects: classes},
+			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.InvalidArgument, bigErr))},
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch status", "patch"},
+			wantEvents:     []string{"Warning SnapshotCreationFailed " + bigMsg},
+			wantFinalizers: bound,
+			wantStatus:     ptr.To(errorStatus(bigMsg)),
+		},
+		"the same cut driver error again costs nothing": {
+			setup: setup{contents: contents(newContent("c1", testkit.Status(errorStatus(bigMsg)))), objects: classes},
+			calls: []call{createCall(goldRequest(nil), nil, grpcErr(codes.InvalidArgument, bigErr))},
+			// Only the mark goes (the driver refused the request itself);
+			// the status stays as it is.
+			wantRequeue:    retryBackoff.Start,
+			wantWrites:     []string{"patch"},
+			wantFinalizers: bound,
+			wantStatus:     ptr.To(errorStatus(bigMsg)),
+		},
 		"a content with both handles gets one error and no CSI call": {
 			setup:      setup{contents: contents(newContent("c1", testkit.ContentFunc(both))), objects: classes},
 			wantWrites: []string{"patch status"}, wantEvents: []string{"Warning ContentValidationError " + bothMsg},

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
@@ -25,7 +26,7 @@ func (c *Controller) syncUnready(ctx context.Context, content *snapv1.VolumeSnap
 	}
 	snap, err := c.readSnapshot(ctx, content)
 	if err != nil {
-		logger.V(2).Info("Reading the snapshot status failed", "err", err)
+		logger.V(2).Info("Reading the snapshot status failed", "err", snapshot.TrimMessage(err.Error()))
 		return c.failed(ctx, content, ReasonCheckFailed, "Failed to check snapshot status: "+csi.DriverMessage(err))
 	}
 	if _, err := c.patchStatus(ctx, content, statusFrom(content, snap, c.now())); err != nil {

@@ -157,6 +157,7 @@ func errorMessage(content *snapv1.VolumeSnapshotContent) string {
 // is written or sent when status.error already says msg: retries do not
 // repeat themselves. msg must never carry secret data.
 func (c *Controller) setError(ctx context.Context, content *snapv1.VolumeSnapshotContent, reason, msg string) (*snapv1.VolumeSnapshotContent, error) {
+	msg = snapshot.TrimMessage(msg)
 	if errorMessage(content) == msg {
 		return content, nil
 	}
