@@ -53,20 +53,33 @@ func (r *report) driverNote() string {
 // runsOf returns the successful runs of each system, in the order the
 // systems first ran, each system's runs sorted by time to all-ready.
 func (r *report) runsOf() (ids []string, ok map[string][]*scenarioResult, all map[string]int) {
-	ok, all = map[string][]*scenarioResult{}, map[string]int{}
+	ids, _ = bySystem(r.scenarios, func(*scenarioResult) bool { return true })
+	all = map[string]int{}
 	for _, s := range r.scenarios {
-		if all[s.System.ID] == 0 {
-			ids = append(ids, s.System.ID)
-		}
 		all[s.System.ID]++
-		if s.Err == nil {
-			ok[s.System.ID] = append(ok[s.System.ID], s)
-		}
 	}
+	_, ok = bySystem(r.scenarios, func(s *scenarioResult) bool { return s.Err == nil })
 	for _, runs := range ok {
 		sort.SliceStable(runs, func(i, j int) bool { return runs[i].Create.Duration < runs[j].Create.Duration })
 	}
 	return ids, ok, all
+}
+
+// bySystem groups the runs keep accepts by system, the systems in the
+// order of their first run among all of src.
+func bySystem(src []*scenarioResult, keep func(*scenarioResult) bool) (ids []string, runs map[string][]*scenarioResult) {
+	runs = map[string][]*scenarioResult{}
+	seen := map[string]bool{}
+	for _, s := range src {
+		if !seen[s.System.ID] {
+			seen[s.System.ID] = true
+			ids = append(ids, s.System.ID)
+		}
+		if keep(s) {
+			runs[s.System.ID] = append(runs[s.System.ID], s)
+		}
+	}
+	return ids, runs
 }
 
 // medianRuns is one run per system: its median by time to all-ready (the

@@ -11,21 +11,14 @@ import (
 // first run: the -waiting stage's, or else the main scenario's median runs
 // when it ran with -csi-ready-after.
 func (r *report) waitingRuns() (ids []string, runs map[string][]*scenarioResult) {
-	runs = map[string][]*scenarioResult{}
 	src := r.waiting
 	if len(src) == 0 {
 		src = r.medianRuns()
 	}
-	for _, s := range src {
-		if s.Err != nil || s.Waiting == nil || s.Waiting.Snapshots == 0 {
-			continue
-		}
-		if len(runs[s.System.ID]) == 0 {
-			ids = append(ids, s.System.ID)
-		}
-		runs[s.System.ID] = append(runs[s.System.ID], s)
-	}
-	return ids, runs
+	measured := slices.DeleteFunc(slices.Clone(src), func(s *scenarioResult) bool {
+		return s.Err != nil || s.Waiting == nil || s.Waiting.Snapshots == 0
+	})
+	return bySystem(measured, func(*scenarioResult) bool { return true })
 }
 
 // waitingRange is the readiness spread the waiting runs used.

@@ -14,25 +14,16 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 	}
 	base := scenarioOptions{n: o.n, createConc: o.createConc, ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet,
 		keep: o.keep, csiLatency: o.csiLatency, csiReadyAfter: o.csiReadyAfter, seedConc: o.seedConc, idle: o.steadyIdle}
-	for i := 0; i < max(o.repeats, 1) && ctx.Err() == nil; i++ {
-		for _, sys := range systems {
-			so := base
-			if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
-				so.n = o.communityDefaultN
-			}
-			logf("[%s] run %d of %d", sys.ID, i+1, max(o.repeats, 1))
-			r := runScenario(ctx, sys, so)
-			r.Run = i + 1
-			if r.Err != nil {
-				logf("[%s] FAILED: %v", sys.ID, r.Err)
-			}
-			rep.scenarios = append(rep.scenarios, r)
-			flush()
-			if ctx.Err() != nil {
-				break
-			}
+	runRepeated(ctx, "", systems, o.repeats, func(sys *system) (scenarioOptions, bool) {
+		so := base
+		if sys.ID == sysCommunityDefault && o.communityDefaultN > 0 {
+			so.n = o.communityDefaultN
 		}
-	}
+		return so, true
+	}, func(r *scenarioResult) {
+		rep.scenarios = append(rep.scenarios, r)
+		flush()
+	})
 	if err := runWaitingStage(ctx, o, rep, oursArgs, base, flush); err != nil {
 		return err
 	}
@@ -117,26 +108,43 @@ func runWaitingStage(ctx context.Context, o options, rep *report, oursArgs []str
 	if o.waitingN > 0 {
 		base.n = o.waitingN
 	}
-	for i := 0; i < max(o.repeats, 1) && ctx.Err() == nil; i++ {
+	runRepeated(ctx, "waiting ", systems, o.repeats, func(sys *system) (scenarioOptions, bool) {
+		if sys.ID == sysCommunityDefault {
+			logf("[waiting] community-default at QPS 5 measures its client limits, not its polling; skipped")
+			return base, false
+		}
+		return base, true
+	}, func(r *scenarioResult) {
+		rep.waiting = append(rep.waiting, r)
+		flush()
+	})
+	return nil
+}
+
+// runRepeated runs each of systems repeats times (at least once),
+// interleaved, with the options optsFor gives it (false skips the system),
+// and hands each result to add; tag prefixes the log lines.
+func runRepeated(ctx context.Context, tag string, systems []*system, repeats int,
+	optsFor func(*system) (scenarioOptions, bool), add func(*scenarioResult)) {
+	repeats = max(repeats, 1)
+	for i := 0; i < repeats && ctx.Err() == nil; i++ {
 		for _, sys := range systems {
-			if sys.ID == sysCommunityDefault {
-				logf("[waiting] community-default at QPS 5 measures its client limits, not its polling; skipped")
+			so, ok := optsFor(sys)
+			if !ok {
 				continue
 			}
-			logf("[waiting %s] run %d of %d", sys.ID, i+1, max(o.repeats, 1))
-			r := runScenario(ctx, sys, base)
+			logf("[%s%s] run %d of %d", tag, sys.ID, i+1, repeats)
+			r := runScenario(ctx, sys, so)
 			r.Run = i + 1
 			if r.Err != nil {
-				logf("[waiting %s] FAILED: %v", sys.ID, r.Err)
+				logf("[%s%s] FAILED: %v", tag, sys.ID, r.Err)
 			}
-			rep.waiting = append(rep.waiting, r)
-			flush()
+			add(r)
 			if ctx.Err() != nil {
 				break
 			}
 		}
 	}
-	return nil
 }
 
 // runScaleStage runs -scale for -scale-systems with the plain driver and
