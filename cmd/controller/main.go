@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/snapkeeper/snapkeeper/pkg/logging"
+	"github.com/snapkeeper/snapkeeper/pkg/memlimit"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
@@ -32,6 +33,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx = logging.Setup(ctx, o.Logging.Format)
+	memlimit.Apply(ctx, memlimit.OS)
 	defer logging.Flush()
 	if err := run(ctx, o); err != nil {
 		logging.Fatal(ctx, err)

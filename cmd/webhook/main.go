@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/snapkeeper/snapkeeper/pkg/logging"
+	"github.com/snapkeeper/snapkeeper/pkg/memlimit"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
@@ -31,6 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = logging.Setup(ctx, o.Logging.Format)
+	memlimit.Apply(ctx, memlimit.OS)
 	if err := run(ctx, o); err != nil {
 		stop()
 		logging.Fatal(ctx, err)

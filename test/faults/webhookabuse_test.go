@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapkeeper/snapkeeper/pkg/memlimit"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -50,13 +52,16 @@ func abuseRunSizes() abuseSizes {
 // well-behaved client, straight to the webhook and through the API server,
 // gets the right verdict every time: 0 failed requests. Many large bodies
 // at once, sent first and alone, must leave the webhook's resident size
-// under the chart's memory limit (webhookmemory_test.go); the peak of the
-// whole attack, which also depends on the number of connections, is
-// reported.
+// under the chart's memory limit (webhookmemory_test.go), and so must the
+// whole attack, which also holds thousands of connections open.
 func TestWebhookAbuse(t *testing.T) {
 	_ = newRand(t) // logs how to replay; the scenario draws nothing at random
 	sz := abuseRunSizes()
 	env := framework.Shared(t)
+	// The chart gives the webhook its container's memory limit
+	// (SNAPKEEPER_MEMORY_LIMIT from limits.memory), from which it sets Go's
+	// soft memory limit (pkg/memlimit); the process started here inherits it.
+	t.Setenv(memlimit.EnvVar, strconv.Itoa(chartWebhookMemoryLimit))
 	wh := env.StartWebhook(t)
 	pid := wh.Proc.Pid()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,6 +69,9 @@ func TestWebhookAbuse(t *testing.T) {
 	base, err := wh.Scrape(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, want := base.Sum("go_gc_gomemlimit_bytes"), float64(memlimit.Soft(chartWebhookMemoryLimit)); got != want {
+		t.Errorf("the webhook's Go memory limit is %v bytes, want %v (%v of %s=%d)", got, want, memlimit.Ratio, memlimit.EnvVar, chartWebhookMemoryLimit)
 	}
 	good := &wellBehaved{}
 	goodDone := good.run(ctx, env, wh, 2)
@@ -148,6 +156,10 @@ func settled(t *testing.T, wh *framework.Webhook, base framework.Samples, rss *r
 	first, peak := rss.stop()
 	t.Logf("webhook: same process throughout; goroutines %v before the attack, %v after; RSS %d MiB before the combined attack, "+
 		"%d MiB at most during it (the chart's limit: %d MiB)", before, after, first>>20, peak>>20, chartWebhookMemoryLimit>>20)
+	if peak >= chartWebhookMemoryLimit {
+		t.Errorf("the attack took the webhook's resident size to %d MiB, past the chart's memory limit of %d MiB: a pod would be OOM-killed",
+			peak>>20, chartWebhookMemoryLimit>>20)
+	}
 }
 
 // wellBehaved is the client that must keep being served: class reviews

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,30 +35,11 @@ var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 // Args are the container's arguments as the kubelet would pass them, with
 // Rewrite applied, and the ServiceAccount the pod runs as.
 func (p PodProcess) Args(ctx context.Context, e *Env) (args []string, serviceAccount string, err error) {
-	dep, err := e.Kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Deployment, metav1.GetOptions{})
+	c, sa, err := p.container(ctx, e)
 	if err != nil {
-		return nil, "", fmt.Errorf("deployment %s/%s: %w", p.Namespace, p.Deployment, err)
+		return nil, "", err
 	}
-	var c *corev1.Container
-	for i := range dep.Spec.Template.Spec.Containers {
-		if dep.Spec.Template.Spec.Containers[i].Name == p.Container {
-			c = &dep.Spec.Template.Spec.Containers[i]
-		}
-	}
-	if c == nil {
-		return nil, "", fmt.Errorf("deployment %s/%s has no container %s", p.Namespace, p.Deployment, p.Container)
-	}
-	vars := map[string]string{}
-	for _, ev := range c.Env {
-		switch {
-		case ev.ValueFrom == nil:
-			vars[ev.Name] = ev.Value
-		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			vars[ev.Name] = p.Namespace
-		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			vars[ev.Name] = p.pod()
-		}
-	}
+	vars := p.environment(c)
 	for _, a := range c.Args {
 		a = envRef.ReplaceAllStringFunc(a, func(m string) string {
 			if v, ok := vars[m[2:len(m)-1]]; ok {
@@ -71,7 +54,46 @@ func (p PodProcess) Args(ctx context.Context, e *Env) (args []string, serviceAcc
 		}
 		args = append(args, a)
 	}
-	return append(args, p.Extra...), dep.Spec.Template.Spec.ServiceAccountName, nil
+	return append(args, p.Extra...), sa, nil
+}
+
+// container is the Deployment's container named p.Container, and the
+// Deployment's ServiceAccount.
+func (p PodProcess) container(ctx context.Context, e *Env) (*corev1.Container, string, error) {
+	dep, err := e.Kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Deployment, metav1.GetOptions{})
+	if err != nil {
+		return nil, "", fmt.Errorf("deployment %s/%s: %w", p.Namespace, p.Deployment, err)
+	}
+	for i := range dep.Spec.Template.Spec.Containers {
+		if dep.Spec.Template.Spec.Containers[i].Name == p.Container {
+			return &dep.Spec.Template.Spec.Containers[i], dep.Spec.Template.Spec.ServiceAccountName, nil
+		}
+	}
+	return nil, "", fmt.Errorf("deployment %s/%s has no container %s", p.Namespace, p.Deployment, p.Container)
+}
+
+// environment is the container's env as the kubelet would set it, for the
+// sources the chart uses: values, the pod's namespace and name, and the
+// container's memory limit in bytes (resourceFieldRef limits.memory,
+// divisor 1; left out when the container has no limit, where the kubelet
+// would give the node's allocatable memory).
+func (p PodProcess) environment(c *corev1.Container) map[string]string {
+	vars := map[string]string{}
+	for _, ev := range c.Env {
+		switch {
+		case ev.ValueFrom == nil:
+			vars[ev.Name] = ev.Value
+		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			vars[ev.Name] = p.Namespace
+		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			vars[ev.Name] = p.pod()
+		case ev.ValueFrom.ResourceFieldRef != nil && ev.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+				vars[ev.Name] = strconv.FormatInt(q.Value(), 10)
+			}
+		}
+	}
+	return vars
 }
 
 func (p PodProcess) pod() string {
@@ -81,7 +103,7 @@ func (p PodProcess) pod() string {
 	return p.Deployment + "-0"
 }
 
-// Start runs bin with the container's arguments and a kubeconfig of the
+// Start runs bin with the container's arguments and environment and a kubeconfig of the
 // pod's ServiceAccount, logs in a directory of the control plane's.
 // t.Cleanup stops it (SIGTERM, 10 s, SIGKILL) and prints its log when the
 // test failed.
@@ -93,17 +115,26 @@ func (p PodProcess) Start(t T, e *Env, bin string) *Process {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	c, _, err := p.container(ctx, e)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var env []string
+	for k, v := range p.environment(c) {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
 	dir := e.TempDir(t, p.pod()+"-"+p.Container)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := e.ServiceAccountKubeconfig(ctx, p.Namespace, sa, kubeconfig, 3600); err != nil {
 		t.Fatalf("%v", err)
 	}
 	args = append(args, "--kubeconfig="+kubeconfig)
-	proc, err := StartProcess(dir, p.pod()+"-"+p.Container, bin, args, "POD_NAMESPACE="+p.Namespace, "POD_NAME="+p.pod())
+	proc, err := StartProcess(dir, p.pod()+"-"+p.Container, bin, args, env...)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Logf("%s (%s/%s) runs %s as %s with %v", p.pod(), p.Deployment, p.Container, filepath.Base(bin), sa, args)
+	t.Logf("%s (%s/%s) runs %s as %s with %v and %v", p.pod(), p.Deployment, p.Container, filepath.Base(bin), sa, args, env)
 	t.Cleanup(func() {
 		proc.Stop(10 * time.Second)
 		if t.Failed() {

@@ -134,4 +134,9 @@ app.kubernetes.io/component: {{ .component }}
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
+# The binary sets Go's soft memory limit to 80% of this (pkg/memlimit).
+- name: SNAPKEEPER_MEMORY_LIMIT
+  valueFrom:
+    resourceFieldRef:
+      resource: limits.memory
 {{- end }}

@@ -501,3 +501,31 @@ func TestOptionalObjectsRenderValidObjects(t *testing.T) {
 		t.Errorf("controller.enabled=false renders %v", k)
 	}
 }
+
+// Both binaries learn their container's memory limit through the downward
+// API and keep Go's heap under it (pkg/memlimit); a user's GOMEMLIMIT in
+// extraEnv comes after it and wins.
+func TestContainersGetTheirMemoryLimit(t *testing.T) {
+	h := newHelm(t)
+	r := parseManifest(t, h.template(t, kubeNew, "--set", "webhook.extraEnv[0].name=GOMEMLIMIT", "--set", "webhook.extraEnv[0].value=100MiB"))
+	for _, name := range []string{"snapkeeper-controller", "snapkeeper-webhook"} {
+		var dep appsv1.Deployment
+		r.into(t, "Deployment", name, &dep)
+		c := dep.Spec.Template.Spec.Containers[0]
+		if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
+			t.Errorf("%s: no memory limit", name)
+		}
+		var found bool
+		for _, ev := range c.Env {
+			if ev.Name == "SNAPKEEPER_MEMORY_LIMIT" {
+				found = ev.ValueFrom != nil && ev.ValueFrom.ResourceFieldRef != nil && ev.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+			}
+		}
+		if !found {
+			t.Errorf("%s: env %+v has no SNAPKEEPER_MEMORY_LIMIT from limits.memory", name, c.Env)
+		}
+		if name == "snapkeeper-webhook" && c.Env[len(c.Env)-1].Name != "GOMEMLIMIT" {
+			t.Errorf("%s: extraEnv's GOMEMLIMIT is not in the env: %+v", name, c.Env)
+		}
+	}
+}
