@@ -73,7 +73,7 @@ func TestLeaderKill(t *testing.T) {
 		took := r.failover(t)
 		takeovers = append(takeovers, took[0])
 		t.Logf("kill %d of the leader at %d/%d operations (%d driver calls broke off): the standby holds %s after %v and %s after %v (lease duration %v)",
-			i+1, wl.done.Load(), wl.ops(), canceledSince(t, s.Drv, before), r.leases[0], took[0].Round(time.Millisecond),
+			i+1, wl.done.Load(), wl.ops(), canceledSince(t, s.Drv, before, snapshotCalls), r.leases[0], took[0].Round(time.Millisecond),
 			r.leases[1], took[1].Round(time.Millisecond), chartLeaseDuration)
 	}
 	if err := <-loadDone; err != nil {

@@ -12,13 +12,18 @@ import (
 )
 
 // workload is a seeded stream of creates and deletes: Creates
-// VolumeSnapshots of Claims bound claims, Deletes of them (Deletes <=
-// Creates) picked at random among those created so far, ready or not, in
-// a random interleaving, with a random pause of up to 2*Pause between
-// operations.
+// VolumeSnapshots of Claims bound claims (or other objects, see Create),
+// Deletes of them (Deletes <= Creates) picked at random among those
+// created so far, ready or not, in a random interleaving, with a random
+// pause of up to 2*Pause between operations.
 type workload struct {
 	Creates, Deletes, Claims int
 	Pause                    time.Duration
+	// Create and Remove default to the world's VolumeSnapshot create and
+	// delete; Name formats the i-th object's name, default "snap-%04d".
+	Create func(ctx context.Context, name, source string) error
+	Remove func(ctx context.Context, name string) error
+	Name   string
 	// done counts the operations issued so far (creates and deletes).
 	done atomic.Int64
 }
@@ -41,14 +46,21 @@ func (wl *workload) claims(t *testing.T, s *framework.Scenario) []string {
 // run issues the operations; it uses no testing.T, so it may run in a
 // goroutine of its own.
 func (wl *workload) run(ctx context.Context, w *world, rng *rand.Rand, claims []string) error {
+	create, remove, format := wl.Create, wl.Remove, wl.Name
+	if create == nil {
+		create, remove = w.create, w.remove
+	}
+	if format == "" {
+		format = "snap-%04d"
+	}
 	var alive []string
 	created, deleted := 0, 0
 	for created < wl.Creates || deleted < wl.Deletes {
 		leftC, leftD := wl.Creates-created, wl.Deletes-deleted
 		doCreate := leftD == 0 || len(alive) == 0 || (leftC > 0 && rng.IntN(leftC+leftD) < leftC)
 		if doCreate {
-			name := fmt.Sprintf("snap-%04d", created)
-			if err := w.create(ctx, name, claims[rng.IntN(len(claims))]); err != nil {
+			name := fmt.Sprintf(format, created)
+			if err := create(ctx, name, claims[rng.IntN(len(claims))]); err != nil {
 				return err
 			}
 			alive = append(alive, name)
@@ -57,7 +69,7 @@ func (wl *workload) run(ctx context.Context, w *world, rng *rand.Rand, claims []
 			i := rng.IntN(len(alive))
 			name := alive[i]
 			alive = append(alive[:i], alive[i+1:]...)
-			if err := w.remove(ctx, name); err != nil {
+			if err := remove(ctx, name); err != nil {
 				return err
 			}
 			deleted++
