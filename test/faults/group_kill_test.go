@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -176,16 +175,7 @@ func (g *groupLedger) checkInvariants(t *testing.T, apps map[string][]string, ti
 	g.mu.Lock()
 	uids, deleted := maps.Clone(g.uids), maps.Clone(g.deleted)
 	g.mu.Unlock()
-	var live, gone []string
-	for name := range uids {
-		if deleted[name] {
-			gone = append(gone, name)
-		} else {
-			live = append(live, name)
-		}
-	}
-	sort.Strings(live)
-	sort.Strings(gone)
+	live, gone := split(uids, deleted)
 	// The application each live group was made of, from its selector.
 	appOf := map[string]string{}
 	err := framework.Poll(timeout, fmt.Sprintf("%d live groups ready with their members, %d deleted ones gone with theirs", len(live), len(gone)), func() (bool, error) {

@@ -174,16 +174,7 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 	w.mu.Unlock()
 	snaps := w.s.Env.Snap.SnapshotV1()
 
-	var live, gone []string
-	for name := range uids {
-		if deleted[name] {
-			gone = append(gone, name)
-		} else {
-			live = append(live, name)
-		}
-	}
-	sort.Strings(live)
-	sort.Strings(gone)
+	live, gone := split(uids, deleted)
 
 	err := framework.Poll(timeout, fmt.Sprintf("%d live snapshots ready, %d deleted ones gone with their contents, nothing terminating", len(live), len(gone)), func() (bool, error) {
 		vsList, err := snaps.VolumeSnapshots(w.s.NS).List(ctx, metav1.ListOptions{})
@@ -250,6 +241,21 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 	w.checkNoPanics(t)
 	t.Logf("invariants checked in %v: %d live snapshots ready, %d deleted ones gone, %d backend snapshots lost to driver restarts",
 		time.Since(start).Round(time.Millisecond), len(live), len(gone), len(lost))
+}
+
+// split returns the names in uids, sorted: those not deleted (live), and
+// the deleted ones (gone).
+func split(uids map[string]types.UID, deleted map[string]bool) (live, gone []string) {
+	for name := range uids {
+		if deleted[name] {
+			gone = append(gone, name)
+		} else {
+			live = append(live, name)
+		}
+	}
+	sort.Strings(live)
+	sort.Strings(gone)
+	return live, gone
 }
 
 // backendMatches compares the driver's snapshots with the handles of the

@@ -32,14 +32,37 @@ type PodProcess struct {
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
-// Args are the container's arguments as the kubelet would pass them, with
-// Rewrite applied, and the ServiceAccount the pod runs as.
-func (p PodProcess) Args(ctx context.Context, e *Env) (args []string, serviceAccount string, err error) {
-	c, sa, err := p.container(ctx, e)
+// PodCommand is what the kubelet would run for a container.
+type PodCommand struct {
+	Args []string // the container's arguments, Rewrite and Extra applied
+	Env  []string // KEY=value, sorted (PodProcess.environment's sources)
+	// Container and Pod are the container and the pod spec they came from.
+	Container *corev1.Container
+	Pod       *corev1.PodSpec
+}
+
+// Command reads the Deployment and returns what the kubelet would run.
+func (p PodProcess) Command(ctx context.Context, e *Env) (*PodCommand, error) {
+	dep, err := e.Kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Deployment, metav1.GetOptions{})
 	if err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("deployment %s/%s: %w", p.Namespace, p.Deployment, err)
 	}
+	spec := &dep.Spec.Template.Spec
+	var c *corev1.Container
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == p.Container {
+			c = &spec.Containers[i]
+		}
+	}
+	if c == nil {
+		return nil, fmt.Errorf("deployment %s/%s has no container %s", p.Namespace, p.Deployment, p.Container)
+	}
+	cmd := &PodCommand{Container: c, Pod: spec}
 	vars := p.environment(c)
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	slices.Sort(cmd.Env)
 	for _, a := range c.Args {
 		a = envRef.ReplaceAllStringFunc(a, func(m string) string {
 			if v, ok := vars[m[2:len(m)-1]]; ok {
@@ -52,24 +75,20 @@ func (p PodProcess) Args(ctx context.Context, e *Env) (args []string, serviceAcc
 				a = repl
 			}
 		}
-		args = append(args, a)
+		cmd.Args = append(cmd.Args, a)
 	}
-	return append(args, p.Extra...), sa, nil
+	cmd.Args = append(cmd.Args, p.Extra...)
+	return cmd, nil
 }
 
-// container is the Deployment's container named p.Container, and the
-// Deployment's ServiceAccount.
-func (p PodProcess) container(ctx context.Context, e *Env) (*corev1.Container, string, error) {
-	dep, err := e.Kube.AppsV1().Deployments(p.Namespace).Get(ctx, p.Deployment, metav1.GetOptions{})
+// Args are the container's arguments as the kubelet would pass them, with
+// Rewrite applied, and the ServiceAccount the pod runs as.
+func (p PodProcess) Args(ctx context.Context, e *Env) (args []string, serviceAccount string, err error) {
+	cmd, err := p.Command(ctx, e)
 	if err != nil {
-		return nil, "", fmt.Errorf("deployment %s/%s: %w", p.Namespace, p.Deployment, err)
+		return nil, "", err
 	}
-	for i := range dep.Spec.Template.Spec.Containers {
-		if dep.Spec.Template.Spec.Containers[i].Name == p.Container {
-			return &dep.Spec.Template.Spec.Containers[i], dep.Spec.Template.Spec.ServiceAccountName, nil
-		}
-	}
-	return nil, "", fmt.Errorf("deployment %s/%s has no container %s", p.Namespace, p.Deployment, p.Container)
+	return cmd.Args, cmd.Pod.ServiceAccountName, nil
 }
 
 // environment is the container's env as the kubelet would set it, for the
@@ -111,19 +130,11 @@ func (p PodProcess) Start(t T, e *Env, bin string) *Process {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	args, sa, err := p.Args(ctx, e)
+	cmd, err := p.Command(ctx, e)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	c, _, err := p.container(ctx, e)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	var env []string
-	for k, v := range p.environment(c) {
-		env = append(env, k+"="+v)
-	}
-	slices.Sort(env)
+	args, sa, env := cmd.Args, cmd.Pod.ServiceAccountName, cmd.Env
 	dir := e.TempDir(t, p.pod()+"-"+p.Container)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := e.ServiceAccountKubeconfig(ctx, p.Namespace, sa, kubeconfig, 3600); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +19,12 @@ import (
 )
 
 // podProcess runs one container of a Deployment stored on the API server as
-// a local process, the way the kubelet would: the container's arguments with
-// $(VAR) references expanded from its env, the ServiceAccount's token (from
-// the TokenRequest API) as its identity, the securityContext's confinement
-// (confine_test.go), and the given rewrites for what differs on this
-// machine (ports, paths of mounted volumes).
+// a local process, the way the kubelet would: framework.PodProcess's
+// command (arguments with $(VAR) references expanded, the environment),
+// the ServiceAccount's token (from the TokenRequest API) as its identity,
+// the securityContext's confinement (confine_test.go), and the given
+// rewrites for what differs on this machine (ports, paths of mounted
+// volumes).
 type podProcess struct {
 	namespace, deployment, container string
 	rewrite                          map[string]string // argument prefix -> replacement argument
@@ -37,52 +37,25 @@ func (p podProcess) start(t *testing.T, env *framework.Env, bin string) *framewo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dep, err := env.Kube.AppsV1().Deployments(p.namespace).Get(ctx, p.deployment, metav1.GetOptions{})
+	pc, err := framework.PodProcess{Namespace: p.namespace, Deployment: p.deployment, Container: p.container, Rewrite: p.rewrite}.Command(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := findContainer(t, dep, p.container)
-	vars := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			vars[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			vars[e.Name] = p.namespace
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			vars[e.Name] = p.deployment + "-0"
-		}
-	}
-	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-	var args []string
-	for _, a := range c.Args {
-		a = ref.ReplaceAllStringFunc(a, func(m string) string {
-			if v, ok := vars[m[2:len(m)-1]]; ok {
-				return v
-			}
-			return m
-		})
-		for prefix, repl := range p.rewrite {
-			if strings.HasPrefix(a, prefix) {
-				a = repl
-			}
-		}
-		args = append(args, a)
-	}
+	args, c, sa := pc.Args, pc.Container, pc.Pod.ServiceAccountName
 	dir := env.TempDir(t, p.deployment+"-"+p.container)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := saConfig(t, env, p.namespace, dep.Spec.Template.Spec.ServiceAccountName)
+	cfg := saConfig(t, env, p.namespace, sa)
 	if err := framework.WriteKubeconfig(kubeconfig, cfg.Host, cfg.BearerToken); err != nil {
 		t.Fatal(err)
 	}
 	args = append(append(args, "--kubeconfig="+kubeconfig), p.extra...)
-	conf := confinementOf(dep.Spec.Template.Spec, c, p.writable)
+	conf := confinementOf(*pc.Pod, *c, p.writable)
 	cmd, cmdArgs, confined := conf.wrap(t, bin, args, append(p.readable, dir)...)
-	proc, err := framework.StartProcess(dir, p.container, cmd, cmdArgs, "POD_NAMESPACE="+p.namespace)
+	proc, err := framework.StartProcess(dir, p.container, cmd, cmdArgs, pc.Env...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s/%s runs as %s with %v, confined: %v", p.deployment, p.container, dep.Spec.Template.Spec.ServiceAccountName, args, conf)
+	t.Logf("%s/%s runs as %s with %v and %v, confined: %v", p.deployment, p.container, sa, args, pc.Env, conf)
 	t.Cleanup(func() {
 		proc.Stop(10 * time.Second)
 		if t.Failed() {

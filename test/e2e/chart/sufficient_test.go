@@ -84,7 +84,8 @@ func startChartComponents(t *testing.T, env *framework.Env, h *helmCLI) *chartCo
 // secret in another namespace and a group become ready, both are deleted
 // with their backend snapshots, both controllers record events, both
 // Leases are held, and no log says "forbidden": the chart's RBAC is
-// sufficient for every kind of call each component makes.
+// sufficient for every kind of call each component makes. The webhook and
+// the binder set Go's memory limit from the chart's.
 func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 	env, h := clusterHelm(t)
 	cc := startChartComponents(t, env, h)
@@ -151,6 +152,13 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 			if strings.Contains(line, "forbidden") {
 				t.Errorf("%s was refused something: %s", proc.Name, line)
 			}
+		}
+	}
+	// The chart's pods learn their memory limit (downward API) and keep
+	// Go's heap under it (pkg/memlimit).
+	for _, proc := range []*framework.Process{cc.webhook, cc.binder} {
+		if !strings.Contains(proc.Tail(1<<20), "Go soft memory limit set below the container's") {
+			t.Errorf("%s did not set Go's soft memory limit from the chart's limits.memory", proc.Name)
 		}
 	}
 	for _, lease := range []struct{ ns, name string }{
