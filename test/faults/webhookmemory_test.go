@@ -57,18 +57,25 @@ func largeBodiesAlone(ctx context.Context, t *testing.T, wh *framework.Webhook, 
 	}
 }
 
-// rssWatch samples the resident memory of a process twice a second.
+// rssWatch follows the resident memory of a process: the kernel's peak
+// (VmHWM, reset when the watch starts) and samples every 100 ms, in case
+// the reset is not allowed.
 type rssWatch struct {
 	mu          sync.Mutex
+	pid         int
 	first, peak int64
+	hwmReset    bool
 	done        chan struct{}
 }
 
 func watchRSS(ctx context.Context, pid int) *rssWatch {
-	w := &rssWatch{done: make(chan struct{}), first: readRSS(pid)}
+	w := &rssWatch{done: make(chan struct{}), pid: pid, first: readRSS(pid)}
 	w.peak = w.first
+	// "5" resets the peak resident size to the current one (proc(5),
+	// /proc/<pid>/clear_refs).
+	w.hwmReset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 	go func() {
-		tick := time.NewTicker(500 * time.Millisecond)
+		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
@@ -95,17 +102,24 @@ func (w *rssWatch) stop() (first, peak int64) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.hwmReset {
+		w.peak = max(w.peak, procStatus(w.pid, "VmHWM:"))
+	}
 	return w.first, w.peak
 }
 
 // readRSS is VmRSS of /proc/<pid>/status in bytes, 0 if unreadable.
-func readRSS(pid int) int64 {
+func readRSS(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+// procStatus is a size field of /proc/<pid>/status in bytes, 0 if
+// unreadable.
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			var kb int64
 			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
 			return kb << 10
