@@ -62,10 +62,10 @@ func (r *replicas) failover(t *testing.T) []time.Duration {
 	for j, d := range took {
 		switch {
 		case d > takeoverBound+takeoverSlack:
-			t.Errorf("Lease %s taken over %v after the kill, more than lease duration %v + 2.2 x retry period %v + %v of scheduling slack",
+			t.Errorf("Lease %s taken over %v after the kill, more than lease duration %v + 2 x 2.2 x retry period %v + %v of scheduling slack",
 				r.leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod, takeoverSlack)
 		case d > takeoverBound:
-			t.Logf("Lease %s taken over %v after the kill, past lease duration %v + 2.2 x retry period %v (within the %v of scheduling slack)",
+			t.Logf("Lease %s taken over %v after the kill, past lease duration %v + 2 x 2.2 x retry period %v (within the %v of scheduling slack)",
 				r.leases[j], d.Round(time.Millisecond), chartLeaseDuration, chartRetryPeriod, takeoverSlack)
 		}
 	}
