@@ -44,22 +44,7 @@ func TestGroupKills(t *testing.T) {
 	if sz.full {
 		creates, deletes, kills = 70, 60, 10
 	}
-	slow := []framework.FaultRule{
-		{Method: groupCalls[0], Latency: csitest.Duration(400 * time.Millisecond)},
-		{Method: groupCalls[1], Latency: csitest.Duration(400 * time.Millisecond)},
-		{Method: groupCalls[0], Match: "groupsnapshot-[0-4]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-		{Method: groupCalls[1], Match: "groupsnapshot-[0-4]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-		// Replies lost after the driver cut or deleted the group.
-		{Method: groupCalls[0], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, creates/5), Message: "reply lost"},
-		{Method: groupCalls[1], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, deletes/5), Message: "reply lost"},
-		// Calls refused before they reach the backend.
-		{Method: groupCalls[0], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, creates/5), Message: "driver busy"},
-		{Method: groupCalls[1], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, deletes/5), Message: "driver busy"},
-		// Groups cut but not ready at first.
-		{Method: groupCalls[0], Match: "groupsnapshot-[b-d]*", NotReady: 1},
-		{Method: "GetVolumeGroupSnapshot", Match: "groupsnapshot-[b-d]*", NotReady: 2},
-	}
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "gfaults", NoClass: true, NoController: true, Faults: slow})
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "gfaults", NoClass: true, NoController: true, Faults: groupFaults(creates, deletes)})
 	w := newWorld(s)
 	g := newGroupLedger(s)
 	g.class(t)
@@ -79,6 +64,33 @@ func TestGroupKills(t *testing.T) {
 	}
 	g.checkInvariants(t, apps, timeout)
 	w.checkInvariants(t, timeout)
+	logGroupCalls(t, s, start)
+}
+
+// groupFaults are the driver's faults of the group scenarios: every group
+// call slowed, and for groups picked by the first digit of their UID,
+// lost replies, refused calls and "not ready" answers.
+func groupFaults(creates, deletes int) []framework.FaultRule {
+	return []framework.FaultRule{
+		{Method: groupCalls[0], Latency: csitest.Duration(400 * time.Millisecond)},
+		{Method: groupCalls[1], Latency: csitest.Duration(400 * time.Millisecond)},
+		{Method: groupCalls[0], Match: "groupsnapshot-[0-4]*", Latency: csitest.Duration(1500 * time.Millisecond)},
+		{Method: groupCalls[1], Match: "groupsnapshot-[0-4]*", Latency: csitest.Duration(1500 * time.Millisecond)},
+		// Replies lost after the driver cut or deleted the group.
+		{Method: groupCalls[0], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, creates/5), Message: "reply lost"},
+		{Method: groupCalls[1], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, deletes/5), Message: "reply lost"},
+		// Calls refused before they reach the backend.
+		{Method: groupCalls[0], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, creates/5), Message: "driver busy"},
+		{Method: groupCalls[1], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, deletes/5), Message: "driver busy"},
+		// Groups cut but not ready at first.
+		{Method: groupCalls[0], Match: "groupsnapshot-[b-d]*", NotReady: 1},
+		{Method: "GetVolumeGroupSnapshot", Match: "groupsnapshot-[b-d]*", NotReady: 2},
+	}
+}
+
+// logGroupCalls logs the driver's group calls of a scenario begun at start.
+func logGroupCalls(t *testing.T, s *framework.Scenario, start time.Time) {
+	t.Helper()
 	calls := s.Drv.Calls(t)
 	t.Logf("driver calls: CreateVolumeGroupSnapshot %d (%d replies lost, %d refused), DeleteVolumeGroupSnapshot %d (%d lost, %d refused), GetVolumeGroupSnapshot %d; total run %v",
 		calls.Count(groupCalls[0], ""), calls.Count(groupCalls[0], "DeadlineExceeded"), calls.Count(groupCalls[0], "Unavailable"),

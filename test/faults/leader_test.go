@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"testing"
@@ -70,17 +71,7 @@ func TestLeaderKill(t *testing.T) {
 	begin := time.Now()
 	loadDone := wl.start(ctx, w, child(rng), claims)
 
-	var takeovers []time.Duration
-	for i := range kills {
-		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
-		r.checkLeader(t, fmt.Sprintf("before kill %d", i+1))
-		before := s.Drv.CallLog(t, 0).Last
-		took := r.failover(t)
-		takeovers = append(takeovers, took[0])
-		t.Logf("kill %d of the leader at %d/%d operations (%d driver calls broke off): the standby holds %s after %v and %s after %v (lease duration %v)",
-			i+1, wl.done.Load(), wl.ops(), canceledSince(t, s.Drv, before, snapshotCalls), r.leases[0], took[0].Round(time.Millisecond),
-			r.leases[1], took[1].Round(time.Millisecond), chartLeaseDuration)
-	}
+	takeovers := r.killLeaders(t, rng, kills, wl, snapshotCalls)
 	if err := <-loadDone; err != nil {
 		t.Fatalf("workload: %v", err)
 	}
@@ -88,6 +79,26 @@ func TestLeaderKill(t *testing.T) {
 	w.checkInvariants(t, 2*time.Minute)
 	noPhantoms(t, r.leader)
 	r.checkLeader(t, "at the end")
+}
+
+// killLeaders SIGKILLs the leader of the moment kills times, 2-5 s apart,
+// while the workload runs, and returns how long the standby took to hold
+// the binder's Lease each time; calls are the driver methods whose calls
+// broken off by a kill are counted.
+func (r *replicas) killLeaders(t *testing.T, rng *rand.Rand, kills int, wl *workload, calls []string) []time.Duration {
+	t.Helper()
+	var takeovers []time.Duration
+	for i := range kills {
+		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
+		r.checkLeader(t, fmt.Sprintf("before kill %d", i+1))
+		before := r.s.Drv.CallLog(t, 0).Last
+		took := r.failover(t)
+		takeovers = append(takeovers, took[0])
+		t.Logf("kill %d of the leader at %d/%d operations (%d driver calls broke off): the standby holds %s after %v and %s after %v (lease duration %v)",
+			i+1, wl.done.Load(), wl.ops(), canceledSince(t, r.s.Drv, before, calls), r.leases[0], took[0].Round(time.Millisecond),
+			r.leases[1], took[1].Round(time.Millisecond), chartLeaseDuration)
+	}
+	return takeovers
 }
 
 var waitingLine = regexp.MustCompile(`Waiting for leadership.*lease="[^"]*/([^"]+)".*identity="([^"]+)"`)
