@@ -33,7 +33,11 @@ func (r *report) setupRows(b *strings.Builder) {
 	}
 	p("| control plane | %s; kube-apiserver with its default API Priority and Fairness configuration and default inflight limits (400 / 200) |", fsync)
 	p("| identities | %s |", identityNote())
-	p("| repeats | each system %d times, interleaved in the order %s |", max(r.opts.repeats, 1), r.opts.systems)
+	if r.opts.systems != "" {
+		p("| repeats | each system %d times, interleaved in the order %s |", max(r.opts.repeats, 1), r.opts.systems)
+	} else {
+		p("| repeats | the main scenario did not run (`-systems=`); the stages below say how often each system ran |")
+	}
 }
 
 func (r *report) driverNote() string {
