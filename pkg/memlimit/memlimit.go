@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -114,11 +113,6 @@ func Apply(ctx context.Context, e Env) {
 	log.Info("Go soft memory limit set below the container's", "containerLimitBytes", limit, "source", source, "softLimitBytes", soft)
 }
 
-// Soft is the runtime limit for a container limit of limit bytes.
-func Soft(limit int64) int64 {
-	s := float64(limit) * Ratio
-	if s >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(s)
-}
+// Soft is the runtime limit for a container limit of limit bytes (Ratio
+// below 1, so it always fits an int64).
+func Soft(limit int64) int64 { return int64(float64(limit) * Ratio) }

@@ -44,15 +44,11 @@ func TestGroupKills(t *testing.T) {
 	if sz.full {
 		creates, deletes, kills = 70, 60, 10
 	}
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "gfaults", NoClass: true, NoController: true, Faults: groupFaults(creates, deletes)})
-	w := newWorld(s)
-	g := newGroupLedger(s)
-	g.class(t)
-	k := startKiller(t, s, w, map[string][]string{"controller": {"--components=binder,csi", "--csi-address=" + s.Drv.Socket,
-		"--retry-interval-max=2s", "--feature-gates=CSIVolumeGroupSnapshot=true"}}, groupCalls...)
+	s, w, g := groupScenario(t, creates, deletes)
+	k := startKiller(t, s, w, map[string][]string{"controller": append(slices.Clone(s.Args), "--retry-interval-max=2s")}, groupCalls...)
 
 	apps := g.claims(t, rng, 4)
-	wl := &workload{Creates: creates, Deletes: deletes, Create: g.create, Remove: g.remove, Name: "group-%03d"}
+	wl := g.workload(creates, deletes)
 	wl.Pause = time.Duration(kills) * 4 * time.Second / time.Duration(wl.ops())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -106,14 +102,15 @@ type groupLedger struct {
 	deleted map[string]bool
 }
 
-func newGroupLedger(s *framework.Scenario) *groupLedger {
-	return &groupLedger{s: s, uids: map[string]types.UID{}, deleted: map[string]bool{}}
-}
-
-// class creates the driver's default VolumeGroupSnapshotClass, deletion
-// policy Delete.
-func (g *groupLedger) class(t *testing.T) {
+// groupScenario sets up a group scenario: a driver with groupFaults, no
+// VolumeSnapshotClass, the driver's default VolumeGroupSnapshotClass
+// (deletion policy Delete), and no controller: the test starts them with
+// s.Args, which turn group snapshots on.
+func groupScenario(t *testing.T, creates, deletes int) (*framework.Scenario, *world, *groupLedger) {
 	t.Helper()
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "gfaults", NoClass: true, NoController: true,
+		Faults: groupFaults(creates, deletes), ControllerArgs: []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}})
+	g := &groupLedger{s: s, uids: map[string]types.UID{}, deleted: map[string]bool{}}
 	c := &groupv1.VolumeGroupSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "group-class-" + g.s.NS, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
 		Driver:     g.s.Drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
@@ -124,6 +121,12 @@ func (g *groupLedger) class(t *testing.T) {
 	t.Cleanup(func() {
 		_ = g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 	})
+	return s, newWorld(s), g
+}
+
+// workload creates and deletes groups of the applications' claims.
+func (g *groupLedger) workload(creates, deletes int) *workload {
+	return &workload{Creates: creates, Deletes: deletes, Create: g.create, Remove: g.remove, Name: "group-%03d"}
 }
 
 // claims creates n applications of 2 or 3 bound claims each, labelled

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // TestGroupLeaderKill is TestLeaderKill for VolumeGroupSnapshots: two
@@ -24,15 +22,11 @@ func TestGroupLeaderKill(t *testing.T) {
 	if sz.full {
 		creates, deletes, kills = 40, 34, 3
 	}
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "gfaults", NoClass: true, NoController: true,
-		Faults: groupFaults(creates, deletes), ControllerArgs: []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}})
-	w := newWorld(s)
-	g := newGroupLedger(s)
-	g.class(t)
+	s, w, g := groupScenario(t, creates, deletes)
 	r := newReplicas(t, s, w)
 
 	apps := g.claims(t, rng, 3)
-	wl := &workload{Creates: creates, Deletes: deletes, Create: g.create, Remove: g.remove, Name: "group-%03d"}
+	wl := g.workload(creates, deletes)
 	wl.Pause = time.Duration(kills) * 20 * time.Second / time.Duration(wl.ops())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
