@@ -23,6 +23,9 @@ func (c *Controller) syncContent(ctx context.Context, name string) (workloop.Res
 	if err != nil {
 		return workloop.Result{}, err
 	}
+	if c.vanished.has(content.Spec.VolumeSnapshotRef.UID) {
+		return c.orphaned(ctx, content)
+	}
 	if !NeedsContentFinalizer(content) {
 		return workloop.Result{}, nil
 	}

@@ -84,6 +84,12 @@ type Controller struct {
 	snapshotLoop *workloop.Loop
 	contentLoop  *workloop.Loop
 	pvcLoop      *workloop.Loop
+	// vanished are the snapshots deleted while they held our finalizers
+	// (vanished.go).
+	vanished vanishedSet
+	// vanishedGroups are the groups deleted while they held our finalizer
+	// (vanished_group.go).
+	vanishedGroups vanishedGroupSet
 	// presence is nil without Config.Leases.
 	presence *csiPresence
 }
@@ -137,11 +143,11 @@ func New(cfg Config) (*Controller, error) {
 	c.pvIndex = pvInf.GetIndexer()
 
 	handlers := []informerHandler{
-		{snapInf, c.onSnapshot},
-		{contentInf, c.onContent},
-		{classInf, c.onClass},
-		{pvcInf, c.onPVC},
-		{pvInf, c.onPV},
+		{snapInf, c.onSnapshot, c.onSnapshotGone},
+		{contentInf, c.onContent, nil},
+		{classInf, c.onClass, nil},
+		{pvcInf, c.onPVC, nil},
+		{pvInf, c.onPV, nil},
 	}
 	if cfg.Groups {
 		groupHandlers, err := c.wireGroups()
@@ -170,7 +176,7 @@ func New(cfg Config) (*Controller, error) {
 // the cache shows.
 func (c *Controller) addHandlers(handlers []informerHandler) error {
 	for _, h := range handlers {
-		fn := h.fn
+		fn, gone := h.fn, h.gone
 		observe := func(obj any) {
 			if m, ok := obj.(metav1.Object); ok {
 				c.lag.Observe(m)
@@ -186,6 +192,9 @@ func (c *Controller) addHandlers(handlers []informerHandler) error {
 				}
 				if m, ok := obj.(metav1.Object); ok {
 					c.lag.Deleted(m)
+				}
+				if gone != nil {
+					gone(obj)
 				}
 				fn(obj)
 			},

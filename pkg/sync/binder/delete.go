@@ -49,20 +49,10 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 	}
 	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(vs.Namespace, vs.Name))
 	if content != nil {
-		mark := &writer.Patch{}
-		mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
-		if _, err := c.cfg.Writer.PatchContent(ctx, content, mark); err != nil {
+		if err := c.tearDown(ctx, logger, content); err != nil {
 			return workloop.Result{}, err
 		}
 		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
-			// The cache may show it undeleted a moment after our delete:
-			// the writer remembers the delete until it does.
-			if content.DeletionTimestamp == nil && !c.lag.DeleteSent(content.UID) {
-				if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
-					return workloop.Result{}, err
-				}
-				logger.V(2).Info("Deleted the VolumeSnapshotContent of a deleted VolumeSnapshot", "content", content.Name)
-			}
 			// The content's delete event brings us back once the CSI side
 			// removed the backend snapshot and its finalizer.
 			return workloop.Result{}, nil
@@ -87,6 +77,27 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
 	c.cfg.Metrics.finish(vs.UID, OpDeleteSnapshot, driver, snapType(vs), "success", vs.DeletionTimestamp.Time)
 	return workloop.Result{}, nil
+}
+
+// tearDown puts the being-deleted mark on the content of a deleted
+// snapshot, whatever its policy, and deletes a Delete content: the CSI side
+// then removes its backend snapshot and its finalizer.
+func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content *snapv1.VolumeSnapshotContent) error {
+	mark := &writer.Patch{}
+	mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
+	if _, err := c.cfg.Writer.PatchContent(ctx, content, mark); err != nil {
+		return err
+	}
+	// The cache may show it undeleted a moment after our delete: the
+	// writer remembers the delete until it does.
+	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete || content.DeletionTimestamp != nil || c.lag.DeleteSent(content.UID) {
+		return nil
+	}
+	if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	logger.V(2).Info("Deleted the VolumeSnapshotContent of a deleted VolumeSnapshot", "content", content.Name)
+	return nil
 }
 
 func snapType(vs *snapv1.VolumeSnapshot) string {

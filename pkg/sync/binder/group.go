@@ -26,11 +26,14 @@ func (c *Controller) syncGroup(ctx context.Context, key string) (workloop.Result
 		return workloop.Result{}, nil
 	}
 	g, err := c.groups.VolumeGroupSnapshots(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return workloop.Result{}, nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return workloop.Result{}, err
+	}
+	if verr := c.cleanVanishedGroups(ctx, key, g); verr != nil {
+		return workloop.Result{}, verr
 	}
 	if err != nil {
-		return workloop.Result{}, err
+		return workloop.Result{}, nil // gone
 	}
 	if c.cfg.Writer.Stale(g) {
 		return workloop.Result{}, nil // our write's event brings it back

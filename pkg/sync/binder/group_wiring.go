@@ -16,6 +16,8 @@ import (
 type informerHandler struct {
 	inf cache.SharedIndexInformer
 	fn  func(obj any)
+	// gone, when set, also hears the delete events.
+	gone func(obj any)
 }
 
 // wireGroups requests the group informers and makes the group loop.
@@ -31,9 +33,9 @@ func (c *Controller) wireGroups() ([]informerHandler, error) {
 	c.groupContentIndex = contentInf.GetIndexer()
 	c.groupLoop = workloop.NewLoop("snapshot-controller-group", c.cfg.Backoff, c.syncGroup)
 	return []informerHandler{
-		{gv1.VolumeGroupSnapshots().Informer(), c.onGroup},
-		{contentInf, c.onGroupContent},
-		{gv1.VolumeGroupSnapshotClasses().Informer(), c.onGroupClass},
+		{gv1.VolumeGroupSnapshots().Informer(), c.onGroup, c.onGroupGone},
+		{contentInf, c.onGroupContent, nil},
+		{gv1.VolumeGroupSnapshotClasses().Informer(), c.onGroupClass, nil},
 	}, nil
 }
 

@@ -1,0 +1,97 @@
+package binder
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
+)
+
+// A VolumeSnapshot can vanish with our finalizers on. kube-apiserver
+// (v1.37 included; upstream kubernetes/kubernetes#77988) removes an object
+// outright when a DELETE without preconditions races a write that adds a
+// finalizer: the delete decided "no finalizers, remove now" on a read
+// taken before our finalizers were stored. Nobody then tears the content
+// down: it is created a moment later or already holds a backend snapshot,
+// and a content whose snapshot is missing is otherwise never deleted (it
+// may have been copied from another cluster). The watch's delete event
+// carries the object's last stored state; when that state still holds one
+// of our finalizers, the binder never released it, so the binder
+// remembers its UID and tears the content bound to that UID down as a
+// deleted snapshot's content, whenever that content shows up.
+
+// vanishedFor is how long a vanished snapshot's UID is remembered: far
+// longer than a content create takes to follow its snapshot's finalizers.
+const vanishedFor = time.Hour
+
+// Vanished reports whether a deleted snapshot's last stored state shows
+// that the binder never released it: it still held one of our finalizers.
+// A group's member is left to its group, which deletes the members'
+// contents with the group content, never one by one.
+func Vanished(vs *snapv1.VolumeSnapshot) bool {
+	if isMember(vs) || snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotInGroup) {
+		return false
+	}
+	return snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) ||
+		snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource)
+}
+
+// vanishedSet remembers the UIDs of vanished snapshots for vanishedFor.
+type vanishedSet struct {
+	mu   sync.Mutex
+	uids map[types.UID]time.Time
+}
+
+func (s *vanishedSet) add(uid types.UID, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uids == nil {
+		s.uids = map[types.UID]time.Time{}
+	}
+	for u, at := range s.uids {
+		if now.Sub(at) > vanishedFor {
+			delete(s.uids, u)
+		}
+	}
+	s.uids[uid] = now
+}
+
+func (s *vanishedSet) has(uid types.UID) bool {
+	if uid == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.uids[uid]
+	return ok
+}
+
+// onSnapshotGone hears every snapshot delete event: a snapshot that
+// vanished unreleased is remembered and its content queued.
+func (c *Controller) onSnapshotGone(obj any) {
+	vs, ok := obj.(*snapv1.VolumeSnapshot)
+	if !ok || !Vanished(vs) {
+		return
+	}
+	c.vanished.add(vs.UID, time.Now())
+	klog.Background().WithName("binder").Info("A VolumeSnapshot vanished while it held our finalizers (a delete raced the finalizers' write); its content is torn down as if the snapshot had been deleted",
+		"snapshot", objKey(vs.Namespace, vs.Name), "uid", vs.UID, "content", contentNameOf(vs))
+	c.contentLoop.Add(contentNameOf(vs))
+}
+
+// orphaned tears down the content of a vanished snapshot, as deleting does
+// for a deleted one.
+func (c *Controller) orphaned(ctx context.Context, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
+	if c.cfg.Writer.Stale(content) {
+		return workloop.Result{}, nil // our write is on its way back as an event
+	}
+	ref := content.Spec.VolumeSnapshotRef
+	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(ref.Namespace, ref.Name), "uid", ref.UID)
+	return workloop.Result{}, c.tearDown(ctx, logger, content)
+}

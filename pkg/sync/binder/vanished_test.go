@@ -1,0 +1,121 @@
+package binder
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
+)
+
+func TestVanished(t *testing.T) {
+	ours := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound)
+	member := testkit.Snapshot("m", ours)
+	member.OwnerReferences = []metav1.OwnerReference{snapshot.GroupOwnerReference(
+		&groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: testNS, UID: "uid-g"}})}
+	cases := map[string]struct {
+		vs   *snapv1.VolumeSnapshot
+		want bool
+	}{
+		"our finalizers on, no deletionTimestamp: the delete raced them": {testkit.Snapshot("s", ours), true},
+		"our finalizers on while deleting":                               {testkit.Snapshot("s", ours, testkit.Deleted()), true},
+		"only the source finalizer (Retain)":                             {testkit.Snapshot("s", testkit.Finalizers(snapshot.FinalizerSnapshotAsSource)), true},
+		"released by the binder":                                         {testkit.Snapshot("s", testkit.Finalizers("other.io/keep")), false},
+		"never protected":                                                {testkit.Snapshot("s"), false},
+		"a group's member is left to its group":                          {member, false},
+	}
+	for name, tc := range cases {
+		if got := Vanished(tc.vs); got != tc.want {
+			t.Errorf("%s: Vanished = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestContentOfAVanishedSnapshotIsTornDown removes a protected snapshot
+// from the fake API server's store, as the real one does when a delete
+// races the finalizers' write: the content is marked
+// and, with Delete, deleted, whether it exists when the snapshot goes or
+// is created after.
+func TestContentOfAVanishedSnapshotIsTornDown(t *testing.T) {
+	ours := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound)
+	cases := map[string]struct {
+		retain, createdAfter bool
+		writes               []string
+	}{
+		"Delete content already there":  {writes: []string{"patch volumesnapshotcontents", "delete volumesnapshotcontents"}},
+		"Delete content created after":  {createdAfter: true, writes: []string{"patch volumesnapshotcontents", "delete volumesnapshotcontents"}},
+		"Retain content is only marked": {retain: true, writes: []string{"patch volumesnapshotcontents"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			vs := testkit.Snapshot("s1", ours, testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
+			opts := []testkit.ContentOption{testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound)}
+			if tc.retain {
+				opts = append(opts, testkit.Retain())
+			}
+			content := newContent(vs, opts...)
+			objs := []runtime.Object{vs}
+			if !tc.createdAfter {
+				objs = append(objs, content)
+			}
+			h := newHarness(t, objs...)
+			ctx := context.Background()
+			if err := h.api.Snap.Tracker().Delete(snapv1.SchemeGroupVersion.WithResource("volumesnapshots"), testNS, "s1"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, func() bool { return h.c.vanished.has(vs.UID) })
+			if tc.createdAfter {
+				if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, content, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, func() bool { _, err := h.c.contents.Get(content.Name); return err == nil })
+			}
+			h.api.ClearActions()
+			if _, err := h.c.syncContent(ctx, content.Name); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.writes(); !slices.Equal(got, tc.writes) {
+				t.Fatalf("writes = %v, want %v", got, tc.writes)
+			}
+			if c := h.api.Content(content.Name); c != nil && !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
+				t.Error("the content lacks the being-deleted mark")
+			}
+		})
+	}
+}
+
+func TestContentOfAReleasedSnapshotIsLeftAlone(t *testing.T) {
+	vs := testkit.Snapshot("s1", testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
+	content := newContent(vs, testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound))
+	h := newHarness(t, vs, content)
+	ctx := context.Background()
+	if err := h.api.Snap.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, "s1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { _, err := h.c.snapshots.VolumeSnapshots(testNS).Get("s1"); return err != nil })
+	h.api.ClearActions()
+	if _, err := h.c.syncContent(ctx, content.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.writes(); len(got) != 0 {
+		t.Fatalf("writes = %v for the content of a snapshot that was not protected", got)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the informers")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
