@@ -15,8 +15,8 @@ LDFLAGS      := -X github.com/snapkeeper/snapkeeper/pkg/version.Version=$(VERSIO
 TEST_TIMEOUT ?= 45m
 BENCH_N      ?= 500
 
-KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
-TOOLS      := $(KUBE_TOOLS) $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix
+KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/etcd
+TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
@@ -33,9 +33,11 @@ build:
 
 tools: $(TOOLS)
 
-# One `go build` for the three so the shared k8s packages compile once.
+# One `go build` for the four so the shared k8s packages compile once. The
+# controller-manager serves the cluster-like plane (test/framework's
+# ControlPlaneOptions.Cluster, `make run`).
 $(KUBE_TOOLS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/etcd/main.go
-	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
+	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl ./etcd
 	touch $(KUBE_TOOLS)
 
 # The oldest supported Kubernetes (docs/kubernetes-versions.md): only its
@@ -51,6 +53,12 @@ $(KUBE_FLOOR_APISERVER): hack/tools/kube-floor/go.mod hack/tools/kube-floor/go.s
 
 test-k8s-floor: $(KUBE_FLOOR_APISERVER) $(BIN)/etcd $(BIN)/kubectl $(BIN)/helm
 	SNAPKEEPER_KUBE_APISERVER=$(ABS_BIN)/kube-apiserver-$(KUBE_FLOOR) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(FLOOR_ARGS) ./test/e2e/smoke ./test/e2e/webhook ./test/e2e/startup ./test/e2e/chart
+
+# The real csi-provisioner (external-provisioner v6.4.0, k8s.io modules
+# aligned to v0.37.2) that provisions and restores claims on the
+# cluster-like plane; its own module (hack/tools/provisioner/tools.go).
+$(BIN)/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
+	cd hack/tools/provisioner && $(GO) build -ldflags "-X main.version=v6.4.0" -o $(ABS_BIN)/csi-provisioner github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
 
 $(BIN)/mock-csi-driver: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/mockcsi/*.go)
 	cd hack/tools/kube && $(GO) build -o $(ABS_BIN)/mock-csi-driver ./mockcsi

@@ -145,6 +145,10 @@ type CallLogEntry struct {
 	// answered.
 	SnapshotID     string `json:"snapshotId,omitempty"`
 	SourceVolumeID string `json:"sourceVolumeId,omitempty"`
+	// VolumeID: the volume a CreateVolume answered or a DeleteVolume
+	// deleted (a CreateVolume's SnapshotID is the snapshot it restores
+	// from, its Name the volume name).
+	VolumeID string `json:"volumeId,omitempty"`
 	// GroupSnapshotID is the group a group call is about (or a
 	// CreateVolumeGroupSnapshot answered), or the group the snapshot of a
 	// snapshot call belongs to.

@@ -30,6 +30,10 @@ type CallLogEntry struct {
 	Name           string `json:"name,omitempty"`
 	SnapshotID     string `json:"snapshotId,omitempty"`
 	SourceVolumeID string `json:"sourceVolumeId,omitempty"`
+	// VolumeID is the volume a CreateVolume answered or a DeleteVolume
+	// deleted; a CreateVolume's Name is the volume name and its SnapshotID
+	// the snapshot it restores from (its content source), if any.
+	VolumeID string `json:"volumeId,omitempty"`
 	// GroupSnapshotID is the group a group call is about (or a
 	// CreateVolumeGroupSnapshot answered), or the group the snapshot of a
 	// snapshot call belongs to.
@@ -117,6 +121,14 @@ func (in *injector) record(fullMethod string, req, resp any, code codes.Code, na
 		}
 	case *csi.DeleteSnapshotRequest:
 		e.SnapshotID, e.SecretKeys = r.GetSnapshotId(), keysOf(r.GetSecrets())
+	case *csi.CreateVolumeRequest:
+		e.Name, e.SnapshotID = r.GetName(), r.GetVolumeContentSource().GetSnapshot().GetSnapshotId()
+		e.SecretKeys, e.Parameters = keysOf(r.GetSecrets()), copyMap(r.GetParameters())
+		if vr, ok := resp.(*csi.CreateVolumeResponse); ok && vr.GetVolume() != nil {
+			e.VolumeID = vr.GetVolume().GetVolumeId()
+		}
+	case *csi.DeleteVolumeRequest:
+		e.VolumeID, e.SecretKeys = r.GetVolumeId(), keysOf(r.GetSecrets())
 	case *csi.ListSnapshotsRequest:
 		e.SnapshotID, e.SourceVolumeID, e.SecretKeys = r.GetSnapshotId(), r.GetSourceVolumeId(), keysOf(r.GetSecrets())
 		if lr, ok := resp.(*csi.ListSnapshotsResponse); ok && lr != nil {

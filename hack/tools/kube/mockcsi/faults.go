@@ -44,14 +44,15 @@ type Rule struct {
 	Method string `json:"method,omitempty"`
 	// Match is a path.Match glob over the snapshot the call is about: the
 	// name of a CreateSnapshot, the id of a DeleteSnapshot or of a filtered
-	// ListSnapshots, where an id also matches through the name it was
-	// created with. For the group calls it is the group snapshot's name
+	// ListSnapshots or of the snapshot a CreateVolume restores from, where
+	// an id also matches through the name it was created with. For the
+	// group calls it is the group snapshot's name
 	// (CreateVolumeGroupSnapshot) or id (Get/DeleteVolumeGroupSnapshot, also
 	// matching through the name). Group members are named
 	// "<group name>:<volume id>", so a glob on the group name ("grp-*")
 	// also matches calls about its members by id. Empty matches every call;
 	// a non-empty pattern never matches calls about no snapshot (Probe, an
-	// unfiltered ListSnapshots).
+	// unfiltered ListSnapshots, a CreateVolume of an empty volume).
 	Match string `json:"match,omitempty"`
 	// Times limits Latency, Code and Hang to the first Times matching calls;
 	// 0 means every matching call.

@@ -413,6 +413,10 @@ func snapshotOf(req any) (name, id string) {
 		return "", r.GetSnapshotId()
 	case *csi.ListSnapshotsRequest:
 		return "", r.GetSnapshotId()
+	case *csi.CreateVolumeRequest:
+		// A restore is about the snapshot it restores from, so that a
+		// rule can match the restores of one snapshot.
+		return "", r.GetVolumeContentSource().GetSnapshot().GetSnapshotId()
 	case *csi.CreateVolumeGroupSnapshotRequest:
 		return r.GetName(), ""
 	case *csi.GetVolumeGroupSnapshotRequest:
