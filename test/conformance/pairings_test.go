@@ -1,10 +1,7 @@
 package conformance
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -114,53 +111,12 @@ func startOurs(env *framework.Env, dir, name string, args, envs []string) (*proc
 	return &proc{name: c.Name, p: p}, nil
 }
 
-// startCommunity starts bin/<name> (built by `make bin/<name>`) without
-// leader election, and waits until it serves metrics; a csi-snapshotter
-// also until it asked the driver for its capabilities (it starts its
-// informers right after), then a moment for the informers to list.
+// startCommunity starts bin/<name> without leader election
+// (Env.LaunchCommunity).
 func startCommunity(env *framework.Env, dir, name string, args, envs []string, drv *framework.CSIDriver) (*proc, error) {
-	bin, err := framework.Tool(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w (make %s)", err, filepath.Join("bin", name))
-	}
-	addr, err := framework.FreeAddr()
+	p, err := env.LaunchCommunity(dir, name, append([]string{"--leader-election=false"}, args...), envs, drv)
 	if err != nil {
 		return nil, err
 	}
-	full := append([]string{"--kubeconfig=" + env.Kubeconfig, "--http-endpoint=" + addr, "--leader-election=false"}, args...)
-	p, err := framework.StartProcess(dir, "community-"+name, bin, full, envs...)
-	if err != nil {
-		return nil, err
-	}
-	out := &proc{name: "community-" + name, p: p}
-	deadline := time.Now().Add(60 * time.Second)
-	if err := p.WaitServing("http://"+addr+"/metrics", deadline); err != nil {
-		out.stop()
-		return nil, err
-	}
-	for drv != nil {
-		log, err := drv.GetCallLog(context.Background(), 0)
-		if err == nil && hasCall(log, "ControllerGetCapabilities") {
-			break
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			out.stop()
-			return nil, fmt.Errorf("%s did not ask the driver for its capabilities:\n%s", name, p.Tail(3000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	if p.Exited() {
-		return nil, fmt.Errorf("%s exited:\n%s", name, p.Tail(3000))
-	}
-	return out, nil
-}
-
-func hasCall(log framework.CallLog, method string) bool {
-	for _, e := range log.Entries {
-		if e.Method == method {
-			return true
-		}
-	}
-	return false
+	return &proc{name: "community-" + name, p: p}, nil
 }

@@ -29,6 +29,9 @@ type ControlPlane struct {
 	Config     *rest.Config
 	etcd       *Process
 	apiserver  *Process
+	kcm        *Process // kube-controller-manager (cluster.go)
+	kcmURL     string
+	cluster    bool
 }
 
 // ControlPlaneOptions change the control plane from the test defaults (fast,
@@ -41,6 +44,11 @@ type ControlPlaneOptions struct {
 	// --max-mutating-requests-inflight at their defaults (400 and 200,
 	// shared out by API Priority and Fairness) instead of 1000 and 500.
 	InflightDefaults bool
+	// Cluster adds kube-controller-manager (cluster.go), started once the
+	// CRDs are installed so that its garbage collector and namespace
+	// controller see them from the start. SNAPKEEPER_PLANE=cluster sets it
+	// for the shared plane of every suite.
+	Cluster bool
 }
 
 // StartControlPlane starts etcd and kube-apiserver in dir and waits until the
@@ -193,8 +201,11 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	}
 }
 
-// Stop ends the API server, then etcd.
+// Stop ends kube-controller-manager, the API server, then etcd.
 func (cp *ControlPlane) Stop() {
+	if cp.kcm != nil {
+		cp.kcm.Stop(10 * time.Second)
+	}
 	if cp.apiserver != nil {
 		cp.apiserver.Stop(10 * time.Second)
 	}

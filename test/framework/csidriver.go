@@ -20,6 +20,7 @@ type (
 	CSIDriverOptions = csitest.Options
 	Faults           = csitest.Faults
 	FaultRule        = csitest.Rule
+	Duration         = csitest.Duration
 	BackendSnapshot  = csitest.BackendSnapshot
 	BackendGroup     = csitest.BackendGroup
 	CallLog          = csitest.CallLog

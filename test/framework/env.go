@@ -55,13 +55,22 @@ type Env struct {
 }
 
 var (
-	sharedMu  sync.Mutex
-	sharedEnv *Env
-	sharedErr error
+	sharedMu      sync.Mutex
+	sharedEnv     *Env
+	sharedErr     error
+	sharedOptions ControlPlaneOptions
 )
 
 // Main runs the package's tests and then stops the shared control plane.
-func Main(m *testing.M) {
+func Main(m *testing.M) { MainWith(m, ControlPlaneOptions{}) }
+
+// MainWith is Main for a package whose shared plane differs from the
+// default, such as the cluster-like plane ({Cluster: true}) of
+// test/e2e/cluster.
+func MainWith(m *testing.M, o ControlPlaneOptions) {
+	sharedMu.Lock()
+	sharedOptions = o
+	sharedMu.Unlock()
 	code := m.Run()
 	sharedMu.Lock()
 	if sharedEnv != nil {
@@ -83,7 +92,9 @@ func Shared(t T) *Env {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if sharedEnv == nil && sharedErr == nil {
-		sharedEnv, sharedErr = Start(context.Background())
+		o := sharedOptions
+		o.Cluster = o.Cluster || clusterFromEnv()
+		sharedEnv, sharedErr = StartWith(context.Background(), o)
 	}
 	if sharedErr != nil {
 		t.Fatalf("control plane: %v", sharedErr)
@@ -116,6 +127,12 @@ func StartWith(ctx context.Context, o ControlPlaneOptions) (*Env, error) {
 	if err := InstallCRDs(ctx, env.Dynamic, CRDDir()); err != nil {
 		cp.Stop()
 		return nil, err
+	}
+	if o.Cluster {
+		if err := cp.StartControllerManager(ctx); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	return env, nil
 }

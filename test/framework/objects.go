@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
@@ -28,7 +29,8 @@ type PVCOptions struct {
 }
 
 // CreateBoundPVC creates a CSI PV and a claim and binds them the way the
-// PV controller would (no kube-controller-manager runs here).
+// PV controller would. On the cluster-like plane the PV controller binds
+// them too; each status write is retried on its conflicts.
 func (e *Env) CreateBoundPVC(t T, ns, name string, o PVCOptions) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -42,18 +44,67 @@ func (e *Env) CreateBoundPVC(t T, ns, name string, o PVCOptions) *corev1.Persist
 
 // BindPVC is CreateBoundPVC for callers without a testing.TB (benchmarks).
 func (e *Env) BindPVC(ctx context.Context, ns, name string, o PVCOptions) (*corev1.PersistentVolumeClaim, error) {
+	o = o.defaulted(ns, name)
+	mode := o.VolumeMode
+	storageClass := ""
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(o.Size)}},
+			VolumeName:       pvNameOf(ns, name),
+			VolumeMode:       &mode,
+			StorageClassName: &storageClass,
+		},
+	}
+	created, err := e.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create PVC %s/%s: %w", ns, name, err)
+	}
+	return e.bindClaim(ctx, created, o)
+}
+
+// defaulted fills in o's defaults for claim ns/name.
+func (o PVCOptions) defaulted(ns, name string) PVCOptions {
 	if o.Size == "" {
 		o.Size = "1Gi"
 	}
 	if o.VolumeHandle == "" {
 		o.VolumeHandle = "vol-" + ns + "-" + name
 	}
-	mode := o.VolumeMode
-	if mode == "" {
-		mode = corev1.PersistentVolumeFilesystem
+	if o.VolumeMode == "" {
+		o.VolumeMode = corev1.PersistentVolumeFilesystem
 	}
+	return o
+}
+
+// pvNameOf names the PV bound by hand to claim ns/name.
+func pvNameOf(ns, name string) string { return "pv-" + ns + "-" + name }
+
+// BindClaim binds the existing (Pending) claim ns/name to a new CSI PV of
+// o, as the PV controller binds a claim to the volume a provisioner made.
+func (e *Env) BindClaim(t T, ns, name string, o PVCOptions) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pvc, err := e.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		pvc, err = e.bindClaim(ctx, pvc, o)
+	}
+	if err != nil {
+		t.Fatalf("bind claim %s/%s: %v", ns, name, err)
+	}
+	return pvc
+}
+
+// bindClaim creates the PV "pv-<ns>-<name>" pre-bound to claim, then sets
+// the claim's volumeName and both phases to Bound.
+func (e *Env) bindClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, o PVCOptions) (*corev1.PersistentVolumeClaim, error) {
+	ns, name := claim.Namespace, claim.Name
+	o = o.defaulted(ns, name)
+	mode := o.VolumeMode
 	qty := resource.MustParse(o.Size)
-	pvName := "pv-" + ns + "-" + name
+	pvName := pvNameOf(ns, name)
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: corev1.PersistentVolumeSpec{
@@ -64,7 +115,7 @@ func (e *Env) BindPVC(ctx context.Context, ns, name string, o PVCOptions) (*core
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
 				CSI: &corev1.CSIPersistentVolumeSource{Driver: o.Driver, VolumeHandle: o.VolumeHandle},
 			},
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name},
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: claim.UID},
 		},
 	}
 	if o.Node != "" {
@@ -78,34 +129,44 @@ func (e *Env) BindPVC(ctx context.Context, ns, name string, o PVCOptions) (*core
 			}}}},
 		}}
 	}
-	storageClass := ""
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: qty}},
-			VolumeName:       pvName,
-			VolumeMode:       &mode,
-			StorageClassName: &storageClass,
-		},
-	}
-	created, err := e.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("create PVC %s/%s: %w", ns, name, err)
-	}
-	pv.Spec.ClaimRef.UID = created.UID
-	pvCreated, err := e.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := e.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("create PV %s: %w", pvName, err)
 	}
-	pvCreated.Status.Phase = corev1.VolumeBound
-	if _, err := e.Kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, pvCreated, metav1.UpdateOptions{}); err != nil {
+	pvs := e.Kube.CoreV1().PersistentVolumes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pvs.Get(ctx, pvName, metav1.GetOptions{})
+		if err != nil || cur.Status.Phase == corev1.VolumeBound {
+			return err
+		}
+		cur.Status.Phase = corev1.VolumeBound
+		_, err = pvs.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("bind PV %s: %w", pvName, err)
 	}
-	created.Status.Phase = corev1.ClaimBound
-	created.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: qty}
-	created.Status.AccessModes = pvc.Spec.AccessModes
-	bound, err := e.Kube.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	claims := e.Kube.CoreV1().PersistentVolumeClaims(ns)
+	var bound *corev1.PersistentVolumeClaim
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.Spec.VolumeName == "" {
+			cur.Spec.VolumeName = pvName
+			if cur, err = claims.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		if bound = cur; cur.Status.Phase == corev1.ClaimBound {
+			return nil
+		}
+		cur.Status.Phase = corev1.ClaimBound
+		cur.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: qty}
+		cur.Status.AccessModes = cur.Spec.AccessModes
+		bound, err = claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bind PVC %s/%s: %w", ns, name, err)
 	}

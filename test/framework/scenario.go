@@ -31,6 +31,12 @@ type Scenario struct {
 	Ctrl *Component
 	// Args are that controller's arguments (StartController adds -v=2).
 	Args []string
+	// Prov is the csi-provisioner next to the driver on the cluster-like
+	// plane (nil when claims are bound by hand).
+	Prov *Provisioner
+
+	claimSizes map[string]int64
+	handles    map[string]string
 }
 
 // ScenarioOptions configure NewScenario.
@@ -54,6 +60,13 @@ type ScenarioOptions struct {
 	NoController bool
 	// ControllerArgs follow "--components=binder,csi --csi-address=<socket>".
 	ControllerArgs []string
+	// HandBound keeps claims bound by hand (Env.CreateBoundPVC) on the
+	// cluster-like plane too, for a test that controls binding. Elsewhere
+	// a cluster-like plane provisions them through a csi-provisioner next
+	// to the driver.
+	HandBound bool
+	// ProvisionerArgs are more flags of that csi-provisioner.
+	ProvisionerArgs []string
 }
 
 // NewScenario sets up a Scenario on the package's shared control plane;
@@ -61,7 +74,7 @@ type ScenarioOptions struct {
 func NewScenario(t T, o ScenarioOptions) *Scenario {
 	t.Helper()
 	env := Shared(t)
-	s := &Scenario{Env: env, NS: env.Namespace(t)}
+	s := &Scenario{Env: env, NS: env.Namespace(t), handles: map[string]string{}}
 	if o.DriverPrefix == "" {
 		o.DriverPrefix = "e2e"
 	}
@@ -69,13 +82,19 @@ func NewScenario(t T, o ScenarioOptions) *Scenario {
 	if len(o.Faults) > 0 {
 		drv.Faults = &Faults{Rules: o.Faults}
 	}
-	if len(o.ClaimSizes) > 0 {
+	provisioned := env.Cluster() && !o.HandBound
+	if provisioned {
+		s.claimSizes = o.ClaimSizes // known once PVC has the volume handle
+	} else if len(o.ClaimSizes) > 0 {
 		drv.VolumeSizes = csitest.VolumeSizes{}
 		for claim, n := range o.ClaimSizes {
 			drv.VolumeSizes[s.Handle(claim)] = n
 		}
 	}
 	s.Drv = env.StartCSIDriver(t, drv)
+	if provisioned {
+		s.Prov = env.StartProvisioner(t, s.Drv, ProvisionerOptions{StorageClass: "sc-" + s.NS, Args: o.ProvisionerArgs})
+	}
 	if !o.NoClass {
 		if o.Policy == "" {
 			o.Policy = snapv1.VolumeSnapshotContentDelete
@@ -106,13 +125,29 @@ func (s *Scenario) StartController(t T, args ...string) *Component {
 	return c
 }
 
-// Handle is the volume handle PVC gives claim.
-func (s *Scenario) Handle(claim string) string { return "vol-" + s.NS + "-" + claim }
+// Handle is the volume handle of claim: the one the driver gave a
+// provisioned claim, else the one PVC gives a claim bound by hand.
+func (s *Scenario) Handle(claim string) string {
+	if h, ok := s.handles[claim]; ok {
+		return h
+	}
+	return "vol-" + s.NS + "-" + claim
+}
 
-// PVC creates a bound claim of the driver.
+// PVC creates a bound claim of the driver: provisioned by the
+// csi-provisioner and bound by the PersistentVolume controller on the
+// cluster-like plane, bound by hand elsewhere.
 func (s *Scenario) PVC(t T, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
-	return s.Env.CreateBoundPVC(t, s.NS, name, PVCOptions{Driver: s.Drv.Name, VolumeHandle: s.Handle(name)})
+	if s.Prov == nil {
+		return s.Env.CreateBoundPVC(t, s.NS, name, PVCOptions{Driver: s.Drv.Name, VolumeHandle: s.Handle(name)})
+	}
+	pvc, pv := s.Env.ProvisionPVC(t, s.Prov, s.NS, name, ClaimOptions{})
+	s.handles[name] = pv.Spec.CSI.VolumeHandle
+	if n, ok := s.claimSizes[name]; ok {
+		s.Drv.SetVolumeSize(t, s.handles[name], n)
+	}
+	return pvc
 }
 
 // Snapshot creates a dynamic VolumeSnapshot of claim pvc; a nil class

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -46,6 +47,9 @@ func TestDefaultClassNoneOneTwo(t *testing.T) {
 
 	// Two defaults: the message names both and the fix.
 	s.addClass(t, s.NS+"-b", true)
+	// The binder learns of classes through its informer: give the watch
+	// event time to arrive before the snapshot's on a loaded machine.
+	time.Sleep(time.Second)
 	s.Snapshot(t, "two", "data", nil)
 	s.WaitSnapshotError(t, "two", "2 VolumeSnapshotClasses are the default", 30*time.Second)
 	s.WaitSnapshotError(t, "two", s.NS+"-a, "+s.NS+"-b", 30*time.Second)
@@ -83,34 +87,14 @@ func TestLateDependencies(t *testing.T) {
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: qty}},
 			},
 		}
-		pvc, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Create(ctx, pvc, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		s.Snapshot(t, "late-bind", "c3", &s.Class)
 		s.WaitSnapshotError(t, "late-bind", "is not bound yet", 30*time.Second)
 		// Bind it now, as the PV controller would: a PV, the claim's
 		// volumeName, then both statuses.
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: "pv-late-" + s.NS},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:               corev1.ResourceList{corev1.ResourceStorage: qty},
-				AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: s.Drv.Name, VolumeHandle: "vol-late"}},
-				ClaimRef:               &corev1.ObjectReference{Namespace: s.NS, Name: "c3", UID: pvc.UID},
-			},
-		}
-		if _, err := s.Env.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pvc.Spec.VolumeName = pv.Name
-		if pvc, err = s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pvc.Status.Phase = corev1.ClaimBound
-		if _, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		s.Env.BindClaim(t, s.NS, "c3", framework.PVCOptions{Driver: s.Drv.Name, VolumeHandle: "vol-late"})
 		s.WaitReady(t, "late-bind", 30*time.Second)
 	})
 	t.Run("pre-provisioned content created after the snapshot", func(t *testing.T) {
@@ -173,8 +157,7 @@ func TestClaimProtectionAndRestoreProtection(t *testing.T) {
 	})
 
 	// A Pending claim restoring from the snapshot keeps it while deleted.
-	restore, err := s.RestoreClaim(t, "restore", "snap")
-	if err != nil {
+	if _, err := s.RestoreClaim(t, "restore", "snap"); err != nil {
 		t.Fatal(err)
 	}
 	// The binder sees the claim through its informer, as the community
@@ -213,11 +196,10 @@ func TestClaimProtectionAndRestoreProtection(t *testing.T) {
 	if b := s.Drv.Created(t); len(b) != 1 {
 		t.Fatalf("backend snapshots %+v, want the restore source kept", b)
 	}
-	// The restore finishes: the snapshot goes.
-	restore.Status.Phase = corev1.ClaimBound
-	if _, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).UpdateStatus(ctx, restore, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The restore finishes: the claim is bound to its volume (a phase
+	// alone would not last where the PV controller runs), and the
+	// snapshot goes.
+	s.Env.BindClaim(t, s.NS, "restore", framework.PVCOptions{Driver: s.Drv.Name})
 	s.WaitSnapshotGone(t, "snap")
 	s.BackendMatchesContents(t)
 }
@@ -226,9 +208,17 @@ func TestSnapshotOfClaimBeingDeletedNeverBlocksIt(t *testing.T) {
 	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true})
 	ctx := context.Background()
 	s.PVC(t, "data")
-	pvc, _ := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Get(ctx, "data", metav1.GetOptions{})
-	pvc.Finalizers = append(pvc.Finalizers, "test.snapkeeper.io/hold")
-	if _, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+	claims := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the PV controller may write it too
+		pvc, err := claims.Get(ctx, "data", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pvc.Finalizers = append(pvc.Finalizers, "test.snapkeeper.io/hold")
+		_, err = claims.Update(ctx, pvc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {

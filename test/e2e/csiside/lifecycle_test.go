@@ -50,8 +50,8 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	if backend[0].ID != handleOf(content) {
 		t.Errorf("content handle %q, backend id %q", handleOf(content), backend[0].ID)
 	}
-	if backend[0].SourceVolumeID != "vol-"+s.NS+"-data" {
-		t.Errorf("snapshot of volume %q, want vol-%s-data", backend[0].SourceVolumeID, s.NS)
+	if want := s.Handle("data"); backend[0].SourceVolumeID != want {
+		t.Errorf("snapshot of volume %q, want %q", backend[0].SourceVolumeID, want)
 	}
 	// A dynamic snapshot is polled with CreateSnapshot (same name, same
 	// parameters and secret), as the community sidecar polls it.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -100,8 +101,18 @@ func createHostPathPVC(t *testing.T, env *framework.Env, ns, name string) {
 	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	created.Status.Phase = corev1.ClaimBound
-	if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The PV controller, where it runs, binds them too.
+	claims := env.Kube.CoreV1().PersistentVolumeClaims(ns)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || cur.Status.Phase == corev1.ClaimBound {
+			return err
+		}
+		cur.Status.Phase = corev1.ClaimBound
+		_, err = claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

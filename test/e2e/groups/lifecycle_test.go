@@ -8,7 +8,6 @@ import (
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -92,8 +91,7 @@ func TestGroupLifecycle(t *testing.T) {
 
 	// A member restores: the webhook accepts it as a usable snapshot.
 	member := findMember(t, members, g, w.Handle("data-0"))
-	restore, err := w.RestoreClaim(t, "restore", member.Name)
-	if err != nil {
+	if _, err := w.RestoreClaim(t, "restore", member.Name); err != nil {
 		t.Fatalf("restore from member %s refused: %v", member.Name, err)
 	}
 
@@ -125,11 +123,9 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Fatal("backend group deleted while a claim restores from a member")
 	}
 
-	// The restore finishes: everything goes, at the driver too.
-	restore.Status.Phase = corev1.ClaimBound
-	if _, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).UpdateStatus(ctx, restore, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The restore finishes (the claim is bound to its volume): everything
+	// goes, at the driver too.
+	w.Env.BindClaim(t, w.NS, "restore", framework.PVCOptions{Driver: w.Drv.Name})
 	w.waitGroupGone(t, "db")
 	for _, m := range members {
 		w.WaitSnapshotGone(t, m.Name)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -117,12 +118,17 @@ func (w *world) label(t *testing.T, claim string, labels map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	claims := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS)
-	c, err := claims.Get(ctx, claim, metav1.GetOptions{})
+	// The PV controller, where it runs, writes the claim too.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := claims.Get(ctx, claim, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Labels = labels
+		_, err = claims.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	c.Labels = labels
-	if _, err := claims.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,8 +1,6 @@
 package migration
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,50 +91,15 @@ func (w *world) startOurs(p *pair, side string, args []string) error {
 }
 
 func (w *world) startCommunity(p *pair, side string, args []string) error {
-	name := "snapshot-controller"
+	name, drv := "snapshot-controller", (*framework.CSIDriver)(nil)
 	if side == "csi" {
-		name = "csi-snapshotter"
+		name, drv = "csi-snapshotter", w.Drv
 	}
-	bin, err := framework.Tool(name)
-	if err != nil {
-		return err
-	}
-	addr, err := framework.FreeAddr()
-	if err != nil {
-		return err
-	}
-	var since int64
-	if side == "csi" {
-		log, err := w.Drv.GetCallLog(context.Background(), 0)
-		if err != nil {
-			return err
-		}
-		since = log.Last
-	}
-	full := append([]string{"--kubeconfig=" + w.Env.Kubeconfig, "--http-endpoint=" + addr}, args...)
-	proc, err := framework.StartProcess(w.dir, "community-"+name, bin, full)
+	proc, err := w.Env.LaunchCommunity(w.dir, name, args, nil, drv)
 	if err != nil {
 		return err
 	}
 	p.procs = append(p.procs, proc)
-	deadline := time.Now().Add(60 * time.Second)
-	if err := proc.WaitServing("http://"+addr+"/metrics", deadline); err != nil {
-		return err
-	}
-	for side == "csi" {
-		log, err := w.Drv.GetCallLog(context.Background(), since)
-		if err == nil && countMethod(log.Entries, "ControllerGetCapabilities") > 0 {
-			break
-		}
-		if proc.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("%s did not ask the driver for its capabilities:\n%s", name, proc.Tail(3000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	if proc.Exited() {
-		return fmt.Errorf("%s exited:\n%s", name, proc.Tail(3000))
-	}
 	return nil
 }
 

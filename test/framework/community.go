@@ -1,0 +1,71 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// LaunchCommunity starts the community's bin/<name> (snapshot-controller or
+// csi-snapshotter, built by `make bin/<name>`) with the admin kubeconfig, a
+// free --http-endpoint and args, logs in dir as "community-<name>.log". It
+// waits until the process serves metrics (the community binaries have no
+// readiness endpoint); for a csi-snapshotter next to drv also until it has
+// asked the driver for its capabilities (it starts its informers right
+// after), then gives the informers a moment to list. The caller stops the
+// process.
+func (e *Env) LaunchCommunity(dir, name string, args, envs []string, drv *CSIDriver) (*Process, error) {
+	bin, err := Tool(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w (make %s)", err, filepath.Join("bin", name))
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	var since int64
+	if drv != nil {
+		log, err := drv.GetCallLog(context.Background(), 0)
+		if err != nil {
+			return nil, err
+		}
+		since = log.Last
+	}
+	full := append([]string{"--kubeconfig=" + e.Kubeconfig, "--http-endpoint=" + addr}, args...)
+	p, err := StartProcess(dir, "community-"+name, bin, full, envs...)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	if err := p.WaitServing("http://"+addr+"/metrics", deadline); err != nil {
+		p.Stop(15 * time.Second)
+		return nil, err
+	}
+	for drv != nil {
+		log, err := drv.GetCallLog(context.Background(), since)
+		if err == nil && HasCall(log, "ControllerGetCapabilities") {
+			break
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			p.Stop(15 * time.Second)
+			return nil, fmt.Errorf("%s did not ask the driver for its capabilities:\n%s", name, p.Tail(3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if p.Exited() {
+		return nil, fmt.Errorf("%s exited:\n%s", name, p.Tail(3000))
+	}
+	return p, nil
+}
+
+// HasCall reports whether log holds a call of method (short name).
+func HasCall(log CallLog, method string) bool {
+	for _, e := range log.Entries {
+		if e.Method == method {
+			return true
+		}
+	}
+	return false
+}
