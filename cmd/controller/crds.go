@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,9 +33,37 @@ func waitForCRDs(ctx context.Context, dc discovery.DiscoveryInterface, intervalM
 		}
 		delay = min(delay*2, intervalMax)
 	}
-	if _, gerr := dc.ServerResourcesForGroupVersion("groupsnapshot.storage.k8s.io/v1"); gerr != nil {
+	if _, gerr := dc.ServerResourcesForGroupVersion(groupVersion); gerr != nil {
 		logger.Info("Group snapshot CRDs are not served: running without volume group snapshots", "err", gerr)
 		return false, nil
 	}
 	return true, nil
+}
+
+// groupVersion is the API of volume group snapshots.
+const groupVersion = "groupsnapshot.storage.k8s.io/v1"
+
+// errGroupCRDsServed ends a process that started without the group CRDs
+// once they are served: its informers and loops are wired at start-up, so
+// the restart (by the kubelet, or the standby replica taking over) is what
+// serves the groups.
+var errGroupCRDsServed = errors.New("the volume group snapshot CRDs (" + groupVersion + ") are served now; exiting so that the restarted controller serves VolumeGroupSnapshots")
+
+// watchGroupCRDs checks every interval whether the group CRDs are served
+// and returns errGroupCRDsServed when they are; nil when ctx ends.
+func watchGroupCRDs(ctx context.Context, dc discovery.DiscoveryInterface, interval time.Duration) error {
+	klog.FromContext(ctx).Info("Checking for the volume group snapshot CRDs; once served, the controller exits to be restarted with group snapshots on",
+		"interval", interval)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := dc.ServerResourcesForGroupVersion(groupVersion); err == nil {
+			return errGroupCRDsServed
+		}
+	}
 }

@@ -75,6 +75,7 @@ type Options struct {
 	SourceVolumeMode            bool
 	RetryCRDIntervalMax         time.Duration
 	CRDWaitTimeout              time.Duration
+	GroupCRDCheckInterval       time.Duration
 	NoCSISideAfter              time.Duration
 
 	// CSI side.
@@ -111,6 +112,7 @@ func NewOptions() *Options {
 		SourceVolumeMode:            true,
 		RetryCRDIntervalMax:         5 * time.Second,
 		CRDWaitTimeout:              2 * time.Minute,
+		GroupCRDCheckInterval:       time.Minute,
 		NoCSISideAfter:              time.Minute,
 		Timeout:                     time.Minute,
 		SnapshotNamePrefix:          "snapshot",
@@ -152,6 +154,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.SourceVolumeMode, "set-source-volume-mode", o.SourceVolumeMode, "Record the source volume's mode on dynamic contents (needs --prevent-volume-mode-conversion, default true).")
 	fs.DurationVar(&o.RetryCRDIntervalMax, "retry-crd-interval-max", o.RetryCRDIntervalMax, "Longest wait between checks for the snapshot CRDs at start-up.")
 	fs.DurationVar(&o.CRDWaitTimeout, "crd-wait-timeout", o.CRDWaitTimeout, "Give up (exit) when the snapshot CRDs are not served within this time.")
+	fs.DurationVar(&o.GroupCRDCheckInterval, "group-crd-check-interval", o.GroupCRDCheckInterval, "With group snapshots on (--feature-gates=CSIVolumeGroupSnapshot=true) but their CRDs not served at start-up, check this often and exit once they are, so the restart serves them; 0 never checks.")
 	fs.DurationVar(&o.NoCSISideAfter, "no-csi-side-after", o.NoCSISideAfter, "Report on a VolumeSnapshot (status error and event) that no CSI side runs for its driver when its content waits this long and no CSI side Lease of the driver is fresh; 0 turns the report off.")
 
 	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket of the CSI driver (unix:// optional); enables the CSI side. Default with the CSI side: "+DefaultCSIAddress+".")
@@ -245,6 +248,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, errors.New("--timeout must be positive"))
+	}
+	if o.GroupCRDCheckInterval < 0 {
+		errs = append(errs, errors.New("--group-crd-check-interval must not be negative (0 never checks)"))
 	}
 	if err := o.Logging.Validate(); err != nil {
 		errs = append(errs, err)

@@ -108,8 +108,9 @@ func run(ctx context.Context, o *Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	started := 0
+	watching := false
 	// Each component has its own clients (its own rate limits; the user
 	// agent names the component), waits for the CRDs on its own and runs until ctx ends.
 	components := []struct {
@@ -132,6 +133,12 @@ func run(ctx context.Context, o *Options) error {
 			return err
 		}
 		groups := o.groupsOn(ctx, served)
+		if o.GroupSnapshots() && !served && o.GroupCRDCheckInterval > 0 && !watching {
+			watching = true
+			dc := cl.kube.Discovery()
+			go func() { errc <- watchGroupCRDs(ctx, dc, o.GroupCRDCheckInterval) }()
+			started++
+		}
 		run := comp.run
 		go func() { errc <- run(ctx, cl, reg, h, groups) }()
 		started++

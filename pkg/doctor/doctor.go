@@ -36,6 +36,7 @@ const (
 	SnapshotError      = "snapshot-error"
 	WaitingForCSISide  = "waiting"
 	GroupClassNotFound = "group-class-not-found"
+	GroupsNotServed    = "groups-not-served"
 )
 
 // Input is everything the analysis looks at. Secrets holds, by

@@ -155,6 +155,18 @@ var analyzeCases = []struct {
 		in.PVCs = append(in.PVCs, restore)
 		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS(snapshot.FinalizerSnapshotAsSource))}
 	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "claim restore"},
+	{name: "deletion held only by the provisioner's finalizer", in: func(in *Input) {
+		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS(snapshot.FinalizerProvisionerSource))}
+	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "no claim restores from it"},
+	{name: "deletion held by the provisioner for a restoring claim", in: func(in *Input) {
+		restore := claim("restore", false)
+		restore.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s"}
+		in.PVCs = append(in.PVCs, restore)
+		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS(snapshot.FinalizerProvisionerSource))}
+	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "claim restore"},
+	{name: "deletion held by another component", in: func(in *Input) {
+		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS("backup.example.com/keep"))}
+	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "backup.example.com/keep"},
 	{name: "deleting content without CSI side", in: func(in *Input) {
 		in.Leases = nil
 		in.Contents = []snapv1.VolumeSnapshotContent{content("c", "gone", func(c *snapv1.VolumeSnapshotContent) {
@@ -190,6 +202,15 @@ var analyzeCases = []struct {
 		in.GroupContents = []groupv1.VolumeGroupSnapshotContent{{ObjectMeta: metav1.ObjectMeta{Name: snapshot.GroupContentNameFor("uid-g")},
 			Spec: groupv1.VolumeGroupSnapshotContentSpec{Driver: drv}}}
 	}, want: []string{"VolumeGroupSnapshot g no-csi-side", "VolumeGroupSnapshot h group-class-not-found"}},
+	{name: "group no binder acted on", in: func(in *Input) {
+		in.Now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+		old := metav1.NewTime(in.Now.Add(-10 * time.Minute))
+		fresh := metav1.NewTime(in.Now.Add(-5 * time.Second))
+		in.Groups = []groupv1.VolumeGroupSnapshot{
+			{ObjectMeta: metav1.ObjectMeta{Name: "idle", Namespace: ns, UID: "uid-idle", CreationTimestamp: old}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "just-made", Namespace: ns, UID: "uid-just", CreationTimestamp: fresh}},
+		}
+	}, want: []string{"VolumeGroupSnapshot idle groups-not-served", "VolumeGroupSnapshot just-made waiting"}, reason: "no binder has acted on it in 10m0s"},
 }
 
 func TestAnalyze(t *testing.T) {

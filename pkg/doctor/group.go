@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -43,6 +44,9 @@ func (w *world) group(g *groupv1.VolumeGroupSnapshot) (Finding, bool) {
 	case c == nil && g.Spec.VolumeGroupSnapshotClassName != nil && w.groupClasses[*g.Spec.VolumeGroupSnapshotClassName] == nil:
 		f.Code, f.Reason = GroupClassNotFound, fmt.Sprintf("VolumeGroupSnapshotClass %q does not exist", *g.Spec.VolumeGroupSnapshotClassName)
 		f.Fix = "create it, or name an existing class (kubectl get volumegroupsnapshotclass) in a new VolumeGroupSnapshot"
+	case c == nil && untouched(g, w.in.Now):
+		f.Code, f.Reason = GroupsNotServed, fmt.Sprintf("no binder has acted on it in %s: no status, finalizer or content", w.in.Now.Sub(g.CreationTimestamp.Time).Round(time.Second))
+		f.Fix = "run the controller with --feature-gates=CSIVolumeGroupSnapshot=true (chart: groupSnapshots: true); one that started before the group CRDs were installed exits within --group-crd-check-interval (1m) and its restart serves them, or restart it now (kubectl rollout restart)"
 	case deleting:
 		f.Code, f.Reason = DeletionHeld, fmt.Sprintf("deletion held by finalizers %s", strings.Join(g.Finalizers, ", "))
 		f.Fix = "the binder removes them once the group's content and member snapshots are gone; see their lines"
@@ -57,6 +61,16 @@ func (w *world) group(g *groupv1.VolumeGroupSnapshot) (Finding, bool) {
 		f.Fix = "wait; if it lasts, read the binder's and the CSI side's logs"
 	}
 	return f, true
+}
+
+// untouchedAfter is how long a binder that serves groups takes, at most, to
+// act on a new VolumeGroupSnapshot (finalizer, status or content).
+const untouchedAfter = time.Minute
+
+// untouched reports a group no binder has acted on for untouchedAfter.
+func untouched(g *groupv1.VolumeGroupSnapshot, now time.Time) bool {
+	return g.DeletionTimestamp == nil && g.Status == nil && len(g.Finalizers) == 0 &&
+		!g.CreationTimestamp.IsZero() && now.Sub(g.CreationTimestamp.Time) >= untouchedAfter
 }
 
 // groupContentProblem: no CSI side for the driver, or the driver's error.

@@ -130,6 +130,9 @@ func (w *world) snapshotErrorOr(vs *snapv1.VolumeSnapshot, code, reason, fix str
 // snapshotDeletion explains a VolumeSnapshot that is being deleted.
 func (w *world) snapshotDeletion(vs *snapv1.VolumeSnapshot) (code, reason, fix string) {
 	fins := vs.Finalizers
+	if foreign := foreignFinalizers(fins); len(foreign) == len(fins) {
+		return w.foreignDeletion(vs, foreign)
+	}
 	if snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) {
 		if claims := w.restoringClaims(vs.Namespace, vs.Name); len(claims) > 0 {
 			return DeletionHeld, fmt.Sprintf("deletion held by finalizer %s: claim %s restores from it and is not bound yet",
@@ -146,4 +149,31 @@ func (w *world) snapshotDeletion(vs *snapv1.VolumeSnapshot) (code, reason, fix s
 	}
 	return DeletionHeld, fmt.Sprintf("deletion held by finalizers %s", strings.Join(fins, ", ")),
 		"the binder (snapshot-controller) removes them: check that it runs (kubectl get lease -A | grep snapshot-controller-leader)"
+}
+
+func foreignFinalizers(fins []string) []string {
+	var out []string
+	for _, f := range fins {
+		if !snapshot.IsOurFinalizer(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// foreignDeletion explains a snapshot whose deletion only other
+// components' finalizers hold: everything of ours is done.
+func (w *world) foreignDeletion(vs *snapv1.VolumeSnapshot, foreign []string) (code, reason, fix string) {
+	reason = fmt.Sprintf("the snapshot controllers are done; deletion held only by finalizers of other components: %s", strings.Join(foreign, ", "))
+	remove := fmt.Sprintf(`kubectl patch volumesnapshot -n %s %s --type=merge -p '{"metadata":{"finalizers":null}}'`, vs.Namespace, vs.Name)
+	if len(foreign) == 1 && foreign[0] == snapshot.FinalizerProvisionerSource {
+		if claims := w.restoringClaims(vs.Namespace, vs.Name); len(claims) > 0 {
+			return DeletionHeld, reason + fmt.Sprintf(" (claim %s restores from it)", strings.Join(claims, ", ")),
+				fmt.Sprintf("the csi-provisioner removes it once the restore finished: wait, or kubectl delete pvc -n %s %s", vs.Namespace, claims[0])
+		}
+		return DeletionHeld, reason + " (no claim restores from it any more)",
+			"the csi-provisioner's orphan sweep removes it within its --snapshot-orphan-sweep-interval (5m by default); " +
+				"if no csi-provisioner of the driver runs any more: " + remove
+	}
+	return DeletionHeld, reason, "the component that owns each finalizer removes it (check that it runs); if it is uninstalled: " + remove
 }

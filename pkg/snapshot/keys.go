@@ -5,6 +5,8 @@
 // that mix components.
 package snapshot
 
+import "strings"
+
 // Annotations.
 const (
 	AnnDefaultClass      = "snapshot.storage.kubernetes.io/is-default-class"
@@ -45,6 +47,20 @@ const (
 	FinalizerGroupSnapshotBound = "groupsnapshot.storage.kubernetes.io/volumegroupsnapshot-bound-protection"
 	FinalizerGroupContentBound  = "groupsnapshot.storage.kubernetes.io/volumegroupsnapshotcontent-bound-protection"
 )
+
+// FinalizerProvisionerSource is not ours: the csi-provisioner (v6.1.1 and
+// later) puts it on a VolumeSnapshot it restores a claim from, right
+// before CreateVolume, and removes it when the restore finished, or, for a
+// claim deleted after a failed restore, in its orphan sweep
+// (--snapshot-orphan-sweep-interval, 5 minutes by default).
+const FinalizerProvisionerSource = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection"
+
+// IsOurFinalizer reports whether f is a finalizer of the snapshot
+// controllers (ours and the community's), as opposed to another
+// component's.
+func IsOurFinalizer(f string) bool {
+	return strings.HasPrefix(f, "snapshot.storage.kubernetes.io/") || strings.HasPrefix(f, "groupsnapshot.storage.kubernetes.io/")
+}
 
 // API groups and kinds that PVC data sources point at.
 const (

@@ -97,7 +97,10 @@ func (c *Controller) memberIDs(content *groupv1.VolumeGroupSnapshotContent) []st
 		return nil
 	}
 	for _, m := range all {
-		if m.Annotations[snapshot.AnnVolumeGroupSnapshotHandle] == handle && m.Status != nil && m.Status.SnapshotHandle != nil {
+		// Group handles are unique per driver only: another driver's
+		// group (or a leftover one) may carry the same handle.
+		if m.Spec.Driver == content.Spec.Driver && m.Annotations[snapshot.AnnVolumeGroupSnapshotHandle] == handle &&
+			m.Status != nil && m.Status.SnapshotHandle != nil {
 			ids = append(ids, *m.Status.SnapshotHandle)
 		}
 	}
