@@ -1,15 +1,21 @@
-// Command run is `make run`: a local control plane (etcd, kube-apiserver,
-// the snapshot CRDs), the mock CSI driver, the webhook (registered) and the
-// controller (binder and CSI side), with examples/ applied. It prints the
-// KUBECONFIG to use and stops everything on Ctrl-C.
+// Command run is `make run`: a local cluster-like control plane (etcd,
+// kube-apiserver, kube-controller-manager, the snapshot CRDs), the mock CSI
+// driver with the real csi-provisioner next to it, the webhook (registered)
+// and the controller (binder and CSI side), with examples/ applied in order:
+// a claim provisioned and bound for real, a snapshot of it, a restore. It
+// prints the KUBECONFIG to use and stops everything on Ctrl-C.
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -17,6 +23,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// The names the examples use.
+const (
+	storageClass = "mock-csi"       // the provisioner's class (examples/10-volume.yaml, 30-restore.yaml)
+	namespace    = "default"        // every example lives here
+	sourceClaim  = "data"           // examples/10-volume.yaml
+	snapshotName = "data-snap"      // examples/20-snapshot.yaml
+	restoreClaim = "data-restored"  // examples/30-restore.yaml
+	bindTimeout  = 90 * time.Second // provisioning + PV binder
+	readyTimeout = 60 * time.Second // CreateSnapshot + readiness
+	sizeBytes    = int64(1 << 30)   // what the mock reports for snapshots of the claim's volume
+	stopGrace    = 10 * time.Second // per process on Ctrl-C
+	pollEvery    = 200 * time.Millisecond
 )
 
 func main() {
@@ -29,8 +49,8 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	step("Starting etcd and kube-apiserver, installing the snapshot CRDs")
-	env, err := framework.Start(ctx)
+	step("Starting etcd, kube-apiserver and kube-controller-manager, installing the snapshot CRDs")
+	env, err := framework.StartWith(ctx, framework.ControlPlaneOptions{Cluster: true})
 	if err != nil {
 		return err
 	}
@@ -52,6 +72,16 @@ func run(ctx context.Context) error {
 	}
 	stops = append(stops, drv.Stop)
 
+	step("Starting csi-provisioner for it, with StorageClass " + storageClass)
+	prov, err := env.LaunchProvisioner(ctx, env.Dir, drv.Socket, drv.Name, framework.ProvisionerOptions{
+		StorageClass:  storageClass,
+		ReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+	})
+	if err != nil {
+		return err
+	}
+	stops = append(stops, func() { prov.Proc.Stop(stopGrace) })
+
 	step("Starting the webhook and registering it")
 	wh, err := env.StartWebhookIn(env.Dir)
 	if err != nil {
@@ -68,69 +98,176 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stops = append(stops, func() { ctrl.Proc.Stop(10 * time.Second) })
+	stops = append(stops, func() { ctrl.Proc.Stop(stopGrace) })
 
-	step("Applying examples/")
-	examples := filepath.Join(framework.RepoRoot(), "examples")
-	if out, stderr, err := env.Kubectl(ctx, nil, "apply", "-f", examples); err != nil {
-		return fmt.Errorf("kubectl apply -f examples/: %v\n%s%s", err, out, stderr)
-	} else {
-		fmt.Print(out)
-	}
-	if err := bindExampleClaim(ctx, env); err != nil {
+	if err := applyExamples(ctx, env, drv); err != nil {
 		return err
 	}
 
 	fmt.Printf(`
-snapkeeper is running. In another shell:
+snapkeeper is running; every example is applied. In another shell:
 
   export KUBECONFIG=%s
   kubectl get crd
+  kubectl get pvc,pv -A                       # "data" provisioned by csi-provisioner, bound by kube-controller-manager
   kubectl get volumesnapshotclass,volumesnapshot,volumesnapshotcontent -A
   kubectl describe volumesnapshot data-snap
+  kubectl describe pvc data-restored          # the restore: dataSource VolumeSnapshot data-snap
   kubectl apply -f examples/                  # re-apply: admitted, nothing changes
   kubectl apply -f examples/invalid/          # each one rejected by the webhook, with the fix
+  kubectl delete pvc data-restored            # the provisioner deletes its volume (reclaimPolicy Delete)
   kubectl delete volumesnapshot data-snap     # the backend snapshot and the content go too
 
-Logs: %s  (controller.log, webhook.log, mock-csi-driver.log, kube-apiserver.log)
+Logs: %s  (controller.log, webhook.log, mock-csi-driver.log, csi-provisioner.log,
+      kube-apiserver.log, kube-controller-manager/kube-controller-manager.log)
 Metrics: http://%s/metrics   Press Ctrl-C to stop everything.
 `, env.Kubeconfig, env.Dir, ctrl.HTTPAddr)
 	select {
 	case <-ctx.Done():
-	case <-exited(ctrl.Proc, wh.Proc):
+	case <-exited(ctrl.Proc, wh.Proc, prov.Proc, env.ControllerManager()):
 		return fmt.Errorf("a component exited; see the logs in %s", env.Dir)
 	}
 	return nil
 }
 
-// bindExampleClaim marks the example PV and claim Bound, the PV
-// controller's job in a real cluster (none runs here).
-func bindExampleClaim(ctx context.Context, env *framework.Env) error {
-	pv, err := env.Kube.CoreV1().PersistentVolumes().Get(ctx, "pv-data", metav1.GetOptions{})
+// applyExamples applies examples/*.yaml one file at a time in lexical
+// order (examples/invalid/ is left out: it is there to be rejected), and
+// after the files that create something waits for what a newcomer should
+// see: the claim Bound, the snapshot ready, the restored claim Bound.
+func applyExamples(ctx context.Context, env *framework.Env, drv *framework.CSIDriver) error {
+	files, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "examples", "*.yaml"))
 	if err != nil {
 		return err
 	}
-	pvc, err := env.Kube.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+	sort.Strings(files)
+	for _, f := range files {
+		step("Applying examples/" + filepath.Base(f))
+		applied := time.Now()
+		if out, stderr, err := env.Kubectl(ctx, nil, "apply", "-f", f); err != nil {
+			return fmt.Errorf("kubectl apply -f %s: %v\n%s%s", f, err, out, stderr)
+		} else {
+			fmt.Print(out, stderr)
+		}
+		switch filepath.Base(f) {
+		case "10-volume.yaml":
+			pv, err := waitBound(ctx, env, sourceClaim, applied)
+			if err != nil {
+				return err
+			}
+			// The mock reports snapshots of a volume as 0 bytes unless told
+			// its size: tell it, so the snapshot's restoreSize is 1Gi.
+			if pv.Spec.CSI != nil {
+				if err := setVolumeSize(ctx, drv, pv.Spec.CSI.VolumeHandle, sizeBytes); err != nil {
+					return err
+				}
+			}
+		case "20-snapshot.yaml":
+			if err := waitReady(ctx, env, snapshotName, applied); err != nil {
+				return err
+			}
+		case "30-restore.yaml":
+			if _, err := waitBound(ctx, env, restoreClaim, applied); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitBound waits until the claim is Bound to the volume csi-provisioner
+// created for it, and prints both with the time since applied.
+func waitBound(ctx context.Context, env *framework.Env, claim string, applied time.Time) (*corev1.PersistentVolume, error) {
+	var pvc *corev1.PersistentVolumeClaim
+	var pv *corev1.PersistentVolume
+	err := waitFor(ctx, bindTimeout, "claim "+namespace+"/"+claim+" Bound", func() error {
+		var err error
+		pvc, pv, err = env.BoundClaim(ctx, namespace, claim)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	handle := ""
+	if pv.Spec.CSI != nil {
+		handle = ", volume handle " + pv.Spec.CSI.VolumeHandle
+	}
+	size := pvc.Status.Capacity[corev1.ResourceStorage]
+	fmt.Printf("    claim %s/%s Bound to %s (%s, provisioned by %s%s) within %s of kubectl apply\n",
+		namespace, claim, pv.Name, size.String(), pv.Annotations["pv.kubernetes.io/provisioned-by"],
+		handle, time.Since(applied).Round(10*time.Millisecond))
+	return pv, nil
+}
+
+// waitReady waits until the snapshot is readyToUse and prints it with the
+// time since applied.
+func waitReady(ctx context.Context, env *framework.Env, name string, applied time.Time) error {
+	var restore string
+	err := waitFor(ctx, readyTimeout, "snapshot "+namespace+"/"+name+" ready", func() error {
+		vs, err := env.Snap.SnapshotV1().VolumeSnapshots(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if vs.Status == nil || vs.Status.ReadyToUse == nil || !*vs.Status.ReadyToUse {
+			if vs.Status != nil && vs.Status.Error != nil && vs.Status.Error.Message != nil {
+				return fmt.Errorf("not ready: %s", *vs.Status.Error.Message)
+			}
+			return fmt.Errorf("not ready yet")
+		}
+		restore = "unset"
+		if vs.Status.RestoreSize != nil {
+			restore = vs.Status.RestoreSize.String()
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if pv.Status.Phase != corev1.VolumeBound {
-		pv.Spec.ClaimRef.UID = pvc.UID
-		if pv, err = env.Kube.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
-			return err
+	fmt.Printf("    snapshot %s/%s ready (restoreSize %s) within %s of kubectl apply\n",
+		namespace, name, restore, time.Since(applied).Round(10*time.Millisecond))
+	return nil
+}
+
+// waitFor calls cond until it returns nil, ctx ends or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
 		}
-		pv.Status.Phase = corev1.VolumeBound
-		if _, err := env.Kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
-			return err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s (last: %v)", timeout, what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(pollEvery):
 		}
 	}
-	if pvc.Status.Phase != corev1.ClaimBound {
-		pvc.Status.Phase = corev1.ClaimBound
-		pvc.Status.Capacity = pv.Spec.Capacity
-		pvc.Status.AccessModes = pv.Spec.AccessModes
-		if _, err := env.Kube.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
+}
+
+// setVolumeSize tells the mock driver the size of a volume, which its
+// snapshots of it then report (PATCH /volume-sizes of its HTTP API; the
+// csitest helper for it wants a test).
+func setVolumeSize(ctx context.Context, drv *framework.CSIDriver, handle string, size int64) error {
+	body, err := json.Marshal(map[string]int64{handle: size})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, "http://"+drv.HTTPAddress()+"/volume-sizes", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("mock CSI driver: PATCH /volume-sizes: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("mock CSI driver: PATCH /volume-sizes: %s", resp.Status)
 	}
 	return nil
 }
@@ -140,7 +277,7 @@ func exited(procs ...*framework.Process) <-chan struct{} {
 	go func() {
 		for {
 			for _, p := range procs {
-				if p.Exited() {
+				if p != nil && p.Exited() {
 					close(ch)
 					return
 				}
