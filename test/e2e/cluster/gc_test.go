@@ -7,11 +7,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // TestGarbageCollection deletes a ready group snapshot with each
-// propagation policy the garbage collector knows, and once while the
-// garbage collector is down. Members are owned by their group
+// propagation policy the garbage collector knows, once while the
+// garbage collector is down, and once removed by the delete race so that
+// its members' owner is gone. Members are owned by their group
 // (ownerReferences, no blockOwnerDeletion), and the binder deletes them
 // with their group itself, as the community's does: with Orphan too (the
 // garbage collector strips their owner references first), since the
@@ -22,19 +25,26 @@ import (
 // deleted on its own (DeleteSnapshot), and nothing is stuck.
 func TestGarbageCollection(t *testing.T) {
 	for name, tc := range map[string]struct {
-		policy   metav1.DeletionPropagation
-		gcIsDown bool
+		policy    metav1.DeletionPropagation
+		gcIsDown  bool
+		ownerGone bool
 	}{
 		"background":             {policy: metav1.DeletePropagationBackground},
 		"foreground":             {policy: metav1.DeletePropagationForeground},
 		"orphan":                 {policy: metav1.DeletePropagationOrphan},
 		"garbage collector down": {policy: metav1.DeletePropagationBackground, gcIsDown: true},
+		"owner gone":             {ownerGone: true},
 	} {
-		t.Run(name, func(t *testing.T) { garbageCollection(t, tc.policy, tc.gcIsDown) })
+		t.Run(name, func(t *testing.T) { garbageCollection(t, tc.policy, tc.gcIsDown, tc.ownerGone) })
 	}
 }
 
-func garbageCollection(t *testing.T, policy metav1.DeletionPropagation, gcIsDown bool) {
+// garbageCollection deletes a ready group of three members with policy,
+// with the garbage collector stopped first when gcIsDown; with ownerGone
+// the group is removed from etcd instead (the delete race's outcome): its
+// members then point at an owner that is gone, the garbage collector
+// deletes them, and our binder tears the group content down.
+func garbageCollection(t *testing.T, policy metav1.DeletionPropagation, gcIsDown, ownerGone bool) {
 	w := newWorld(t, oursPair, worldOptions{})
 	ctx := context.Background()
 	for _, c := range []string{"db-0", "db-1", "db-2"} {
@@ -62,8 +72,16 @@ func garbageCollection(t *testing.T, policy metav1.DeletionPropagation, gcIsDown
 		})
 	}
 	start := time.Now()
-	if err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
-		t.Fatal(err)
+	switch {
+	case ownerGone:
+		policy = "owner gone"
+		if n, err := w.Env.RemoveFromEtcd(ctx, framework.GroupSnapshotKey(w.NS, "db")); err != nil || n != 1 {
+			t.Fatalf("remove group db from etcd: %d keys, %v", n, err)
+		}
+	default:
+		if err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS).Delete(ctx, "db", metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.Env.WaitGroupGone(t, w.NS, "db", 60*time.Second)
 	t.Logf("%s: group gone after %v", policy, time.Since(start).Round(10*time.Millisecond))
