@@ -45,6 +45,11 @@ func (s *vanishedGroupSet) add(g *groupv1.VolumeGroupSnapshot, now time.Time) {
 	if s.byKey == nil {
 		s.byKey = map[string][]vanishedGroup{}
 	}
+	for k, vs := range s.byKey { // forget what expired under other keys
+		if last := vs[len(vs)-1]; now.Sub(last.at) > vanishedFor {
+			delete(s.byKey, k)
+		}
+	}
 	key := objKey(g.Namespace, g.Name)
 	kept := s.byKey[key][:0]
 	for _, v := range s.byKey[key] {

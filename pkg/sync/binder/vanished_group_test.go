@@ -100,3 +100,21 @@ func TestVanishedGroup(t *testing.T) {
 		t.Fatalf("VanishedGroup(held) = %v, VanishedGroup(released) = %v", VanishedGroup(held), VanishedGroup(released))
 	}
 }
+
+func TestVanishedGroupsExpire(t *testing.T) {
+	var s vanishedGroupSet
+	now := time.Now()
+	old := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "old", UID: "uid-old"}}
+	fresh := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "fresh", UID: "uid-fresh"}}
+	s.add(old, now.Add(-2*vanishedFor))
+	s.add(fresh, now)
+	if _, ok := s.byKey[testNS+"/old"]; ok {
+		t.Error("an expired group is still kept after another was added")
+	}
+	if got := s.get(testNS+"/fresh", now); len(got) != 1 || got[0].UID != "uid-fresh" {
+		t.Errorf("get(fresh) = %v", got)
+	}
+	if got := s.get(testNS+"/fresh", now.Add(2*vanishedFor)); len(got) != 0 {
+		t.Errorf("get after expiry = %v", got)
+	}
+}
