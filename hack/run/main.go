@@ -7,11 +7,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,7 +33,6 @@ const (
 	readyTimeout = 60 * time.Second // CreateSnapshot + readiness
 	sizeBytes    = int64(1 << 30)   // what the mock reports for snapshots of the claim's volume
 	stopGrace    = 10 * time.Second // per process on Ctrl-C
-	pollEvery    = 200 * time.Millisecond
 )
 
 func main() {
@@ -157,7 +153,7 @@ func applyExamples(ctx context.Context, env *framework.Env, drv *framework.CSIDr
 			// The mock reports snapshots of a volume as 0 bytes unless told
 			// its size: tell it, so the snapshot's restoreSize is 1Gi.
 			if pv.Spec.CSI != nil {
-				if err := setVolumeSize(ctx, drv, pv.Spec.CSI.VolumeHandle, sizeBytes); err != nil {
+				if _, err := drv.PatchVolumeSize(ctx, pv.Spec.CSI.VolumeHandle, sizeBytes); err != nil {
 					return err
 				}
 			}
@@ -179,7 +175,7 @@ func applyExamples(ctx context.Context, env *framework.Env, drv *framework.CSIDr
 func waitBound(ctx context.Context, env *framework.Env, claim string, applied time.Time) (*corev1.PersistentVolume, error) {
 	var pvc *corev1.PersistentVolumeClaim
 	var pv *corev1.PersistentVolume
-	err := waitFor(ctx, bindTimeout, "claim "+namespace+"/"+claim+" Bound", func() error {
+	err := framework.PollContext(ctx, bindTimeout, "claim "+namespace+"/"+claim+" Bound", func() error {
 		var err error
 		pvc, pv, err = env.BoundClaim(ctx, namespace, claim)
 		return err
@@ -202,7 +198,7 @@ func waitBound(ctx context.Context, env *framework.Env, claim string, applied ti
 // time since applied.
 func waitReady(ctx context.Context, env *framework.Env, name string, applied time.Time) error {
 	var restore string
-	err := waitFor(ctx, readyTimeout, "snapshot "+namespace+"/"+name+" ready", func() error {
+	err := framework.PollContext(ctx, readyTimeout, "snapshot "+namespace+"/"+name+" ready", func() error {
 		vs, err := env.Snap.SnapshotV1().VolumeSnapshots(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -224,51 +220,6 @@ func waitReady(ctx context.Context, env *framework.Env, name string, applied tim
 	}
 	fmt.Printf("    snapshot %s/%s ready (restoreSize %s) within %s of kubectl apply\n",
 		namespace, name, restore, time.Since(applied).Round(10*time.Millisecond))
-	return nil
-}
-
-// waitFor calls cond until it returns nil, ctx ends or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s (last: %v)", timeout, what, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(pollEvery):
-		}
-	}
-}
-
-// setVolumeSize tells the mock driver the size of a volume, which its
-// snapshots of it then report (PATCH /volume-sizes of its HTTP API; the
-// csitest helper for it wants a test).
-func setVolumeSize(ctx context.Context, drv *framework.CSIDriver, handle string, size int64) error {
-	body, err := json.Marshal(map[string]int64{handle: size})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, "http://"+drv.HTTPAddress()+"/volume-sizes", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("mock CSI driver: PATCH /volume-sizes: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("mock CSI driver: PATCH /volume-sizes: %s", resp.Status)
-	}
 	return nil
 }
 

@@ -29,16 +29,12 @@ func TestSnapshotVanishedWithItsFinalizers(t *testing.T) {
 
 	vanish := func(name string) {
 		t.Helper()
-		n, err := s.Env.RemoveFromEtcd(ctx, framework.SnapshotKey(s.NS, name))
-		if err != nil || n != 1 {
-			t.Fatalf("remove %s from etcd: %d keys, %v", name, n, err)
-		}
 		w.mu.Lock()
 		w.deleted[name] = true
 		w.mu.Unlock()
-		framework.Eventually(t, 30*time.Second, name+" gone from the API server", func() (bool, error) {
+		removeBehindAPIServer(t, s, framework.SnapshotKey(s.NS, name), func() error {
 			_, err := snaps.VolumeSnapshots(s.NS).Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
+			return err
 		})
 	}
 
@@ -88,16 +84,12 @@ func TestGroupVanishedWithItsFinalizer(t *testing.T) {
 	groups := s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(s.NS)
 	vanish := func(name string) {
 		t.Helper()
-		n, err := s.Env.RemoveFromEtcd(ctx, framework.GroupSnapshotKey(s.NS, name))
-		if err != nil || n != 1 {
-			t.Fatalf("remove %s from etcd: %d keys, %v", name, n, err)
-		}
 		g.mu.Lock()
 		g.deleted[name] = true
 		g.mu.Unlock()
-		framework.Eventually(t, 30*time.Second, name+" gone from the API server", func() (bool, error) {
+		removeBehindAPIServer(t, s, framework.GroupSnapshotKey(s.NS, name), func() error {
 			_, err := groups.Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
+			return err
 		})
 	}
 	if err := g.create(ctx, "ready", "app-0"); err != nil {
@@ -129,4 +121,17 @@ func TestGroupVanishedWithItsFinalizer(t *testing.T) {
 	if gs := s.Drv.Groups(t); len(gs) != 0 {
 		t.Errorf("backend groups left: %+v", gs)
 	}
+}
+
+// removeBehindAPIServer removes the object at etcd key and waits until get
+// (a read of it through the API server) answers NotFound.
+func removeBehindAPIServer(t *testing.T, s *framework.Scenario, key string, get func() error) {
+	t.Helper()
+	n, err := s.Env.RemoveFromEtcd(context.Background(), key)
+	if err != nil || n != 1 {
+		t.Fatalf("remove %s from etcd: %d keys, %v", key, n, err)
+	}
+	framework.Eventually(t, 30*time.Second, key+" gone from the API server", func() (bool, error) {
+		return apierrors.IsNotFound(get()), nil
+	})
 }

@@ -2,9 +2,7 @@ package framework
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -77,33 +75,7 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
 }
 
 func (cp *ControlPlane) waitControllerManager(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // local test server with a self-signed cert
-	}}
-	var last string
-	for {
-		if cp.kcm.Exited() {
-			return fmt.Errorf("kube-controller-manager exited:\n%s", cp.kcm.Tail(4000))
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.kcmURL, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kube-controller-manager not healthy (last: %s): %w\n%s", last, ctx.Err(), cp.kcm.Tail(4000))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return waitHealthy(ctx, "kube-controller-manager", cp.kcmURL, "", cp.kcm)
 }
 
 // StopControllerManager stops kube-controller-manager (a plane whose

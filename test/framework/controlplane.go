@@ -168,6 +168,13 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOption
 }
 
 func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	return waitHealthy(ctx, "kube-apiserver", cp.URL+"/readyz", AdminToken, cp.apiserver, cp.etcd)
+}
+
+// waitHealthy polls url (with bearer, when set) for two minutes until it
+// answers 200, failing early when one of procs exits; the error carries the
+// tail of procs[0]'s log, the process serving url.
+func waitHealthy(ctx context.Context, name, url, bearer string, procs ...*Process) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
@@ -175,14 +182,15 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	}}
 	var last string
 	for {
-		if cp.apiserver.Exited() {
-			return fmt.Errorf("kube-apiserver exited:\n%s", cp.apiserver.Tail(4000))
+		for _, p := range procs {
+			if p.Exited() {
+				return fmt.Errorf("%s exited:\n%s", p.Name, p.Tail(4000))
+			}
 		}
-		if cp.etcd.Exited() {
-			return fmt.Errorf("etcd exited:\n%s", cp.etcd.Tail(4000))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cp.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+AdminToken)
 		resp, err := hc.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -195,7 +203,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kube-apiserver not ready (last: %s): %w\n%s", last, ctx.Err(), cp.apiserver.Tail(4000))
+			return fmt.Errorf("%s not ready (last: %s): %w\n%s", name, last, ctx.Err(), procs[0].Tail(4000))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

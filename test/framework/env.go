@@ -28,6 +28,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -196,16 +197,40 @@ func Eventually(t T, timeout time.Duration, what string, cond func() (bool, erro
 // Poll is Eventually for callers that report instead of failing the test:
 // the error names what and cond's last error.
 func Poll(timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return PollContext(context.Background(), timeout, what, func() error {
 		ok, err := cond()
 		if ok {
+			return nil
+		}
+		if err == nil {
+			err = errNotYet
+		}
+		return err
+	})
+}
+
+// errNotYet is the last error of a cond that answered false without one;
+// it prints as Poll's timeout always printed it.
+var errNotYet = errors.New("<nil>")
+
+// PollContext calls cond every 50ms until it returns nil, failing after
+// timeout with cond's last error, or at once when ctx ends (`make run` on
+// Ctrl-C).
+func PollContext(ctx context.Context, timeout time.Duration, what string, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, what, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -169,9 +169,15 @@ func (m *Mock) SetVolumeSizes(t TB, sizes VolumeSizes) VolumeSizes {
 // alone (PATCH /volume-sizes); 0 removes the volume's size.
 func (m *Mock) SetVolumeSize(t TB, volumeID string, sizeBytes int64) VolumeSizes {
 	t.Helper()
+	out, err := m.PatchVolumeSize(context.Background(), volumeID, sizeBytes)
+	return must(t, out, err)
+}
+
+// PatchVolumeSize is SetVolumeSize for callers without a test.
+func (m *Mock) PatchVolumeSize(ctx context.Context, volumeID string, sizeBytes int64) (VolumeSizes, error) {
 	out := VolumeSizes{}
-	m.mustDo(t, http.MethodPatch, "/volume-sizes", VolumeSizes{volumeID: sizeBytes}, &out)
-	return out
+	err := m.do(ctx, http.MethodPatch, "/volume-sizes", VolumeSizes{volumeID: sizeBytes}, &out)
+	return out, err
 }
 
 func must[V any](t TB, v V, err error) V {

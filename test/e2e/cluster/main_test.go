@@ -164,6 +164,15 @@ func (w *world) source(t *testing.T, name string) {
 	w.Drv.SetVolumeSize(t, w.Handle(name), gi)
 }
 
+// readySnapshot provisions claim "data" (source) and waits until a
+// snapshot name of it (default class) is ready.
+func (w *world) readySnapshot(t *testing.T, name string) *snapv1.VolumeSnapshot {
+	t.Helper()
+	w.source(t, "data")
+	w.Snapshot(t, name, "data", nil)
+	return w.WaitReady(t, name, 60*time.Second)
+}
+
 // restore creates a claim of the provisioner's class restoring from
 // snapshot snap.
 func (w *world) restore(t *testing.T, name, snap string, viaRef bool) {

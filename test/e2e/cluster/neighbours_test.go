@@ -25,9 +25,7 @@ import (
 func TestNeighboursGoneFirst(t *testing.T) {
 	t.Run("class deleted before its ready snapshot", func(t *testing.T) {
 		w := newWorld(t, oursPair, worldOptions{})
-		w.source(t, "data")
-		w.Snapshot(t, "snap", "data", nil)
-		w.WaitReady(t, "snap", 60*time.Second)
+		w.readySnapshot(t, "snap")
 		content, _ := w.handleOf(t, "snap")
 		if err := w.Env.Snap.SnapshotV1().VolumeSnapshotClasses().Delete(context.Background(), w.Class, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -64,9 +62,7 @@ func TestNeighboursGoneFirst(t *testing.T) {
 
 	t.Run("CSI side uninstalled first", func(t *testing.T) {
 		w := newWorld(t, oursPair, worldOptions{})
-		w.source(t, "data")
-		w.Snapshot(t, "ready", "data", nil)
-		w.WaitReady(t, "ready", 60*time.Second)
+		w.readySnapshot(t, "ready")
 		w.stopCSISide()
 		w.restartBinder(t, "--no-csi-side-after=5s")
 
@@ -89,9 +85,7 @@ func TestNeighboursGoneFirst(t *testing.T) {
 
 	t.Run("driver uninstalled first", func(t *testing.T) {
 		w := newWorld(t, oursPair, worldOptions{})
-		w.source(t, "data")
-		w.Snapshot(t, "ready", "data", nil)
-		w.WaitReady(t, "ready", 60*time.Second)
+		w.readySnapshot(t, "ready")
 		_, handle := w.handleOf(t, "ready")
 		// A call waits for the driver within the CSI timeout (1 min by
 		// default), so that a driver restart costs no error: 5 s here.

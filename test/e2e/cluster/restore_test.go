@@ -108,9 +108,7 @@ func TestDeleteDuringRestore(t *testing.T) {
 func deleteDuringRestore(t *testing.T, p pairing, policy snapv1.DeletionPolicy) {
 	// Every restore takes 4 s at the driver.
 	w := newWorld(t, p, worldOptions{Policy: policy, Faults: []framework.FaultRule{{Method: "CreateVolume", Match: "snapshot-*", Latency: framework.Duration(4 * time.Second)}}})
-	w.source(t, "data")
-	w.Snapshot(t, "snap", "data", nil)
-	w.WaitReady(t, "snap", 60*time.Second)
+	w.readySnapshot(t, "snap")
 	content, handle := w.handleOf(t, "snap")
 	w.restore(t, "restored", "snap", false)
 	// The provisioner marks the snapshot right before its CreateVolume.
@@ -167,9 +165,7 @@ func retained(t *testing.T, w *world, content, handle string) {
 func TestFailedRestoreLeavesNoFinalizer(t *testing.T) {
 	w := newWorld(t, oursPair, worldOptions{Faults: []framework.FaultRule{{Method: "CreateVolume", Match: "snapshot-*",
 		Code: "InvalidArgument", Message: "cannot restore this snapshot"}}, ProvisionerArgs: []string{"--snapshot-orphan-sweep-interval=20s"}})
-	w.source(t, "data")
-	w.Snapshot(t, "snap", "data", nil)
-	w.WaitReady(t, "snap", 60*time.Second)
+	w.readySnapshot(t, "snap")
 	content, handle := w.handleOf(t, "snap")
 	w.restore(t, "restored", "snap", false)
 	framework.Eventually(t, 30*time.Second, "a refused restore", func() (bool, error) {

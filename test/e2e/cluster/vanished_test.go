@@ -23,9 +23,7 @@ func TestSnapshotVanishedWithItsFinalizers(t *testing.T) {
 	forPairings(t, func(t *testing.T, p pairing) {
 		w := newWorld(t, p, worldOptions{})
 		ctx := context.Background()
-		w.source(t, "data")
-		w.Snapshot(t, "snap", "data", nil)
-		w.WaitReady(t, "snap", 60*time.Second)
+		w.readySnapshot(t, "snap")
 		content, handle := w.handleOf(t, "snap")
 		if n, err := w.Env.RemoveFromEtcd(ctx, framework.SnapshotKey(w.NS, "snap")); err != nil || n != 1 {
 			t.Fatalf("remove snap from etcd: %d keys, %v", n, err)
