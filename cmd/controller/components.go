@@ -27,6 +27,7 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 	registerCacheLag(componentReg, w.Lag())
 	b, err := binder.New(binder.Config{
 		Snap:                    cl.snap,
+		Kube:                    cl.kube,
 		Writer:                  w,
 		KubeInformers:           kubeInf,
 		SnapInformers:           snapInf,

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -30,7 +31,10 @@ import (
 
 // Config is what the binder needs; the command builds it from its options.
 type Config struct {
-	Snap          snapclient.Interface
+	Snap snapclient.Interface
+	// Kube, when set, reads a snapshot's claim and volume from the API
+	// server when the cache shows them not ready yet (snapshotSource).
+	Kube          kubernetes.Interface
 	Writer        *writer.Writer
 	KubeInformers informers.SharedInformerFactory
 	SnapInformers snapinformers.SharedInformerFactory

@@ -34,6 +34,7 @@ type harness struct {
 	c        *Controller
 	api      *testkit.API
 	recorder *record.FakeRecorder
+	kubeInf  informers.SharedInformerFactory
 }
 
 func newHarness(t *testing.T, objs ...runtime.Object) *harness {
@@ -65,7 +66,7 @@ func newHarnessWith(t *testing.T, configure func(*Config), objs ...runtime.Objec
 	snapInf.Start(ctx.Done())
 	kubeInf.WaitForCacheSync(ctx.Done())
 	snapInf.WaitForCacheSync(ctx.Done())
-	h.c = c
+	h.c, h.kubeInf = c, kubeInf
 	h.api.ClearActions()
 	return h
 }

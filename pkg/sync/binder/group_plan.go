@@ -42,7 +42,7 @@ func (c *Controller) planGroup(g *groupv1.VolumeGroupSnapshot) (*groupPlan, *pro
 	plan := &groupPlan{}
 	driver := ""
 	for _, pvc := range claims {
-		pv, prob := c.claimVolume(pvc)
+		pv, prob := c.claimVolume(pvc, c.pvs.Get)
 		if prob != nil {
 			prob.Reason = snapshot.ReasonGroupSnapshotContentCreationFailed
 			return nil, prob
@@ -142,33 +142,4 @@ func newGroupContent(g *groupv1.VolumeGroupSnapshot, plan *groupPlan) *groupv1.V
 		}
 	}
 	return content
-}
-
-// claimVolume returns the CSI volume bound to a claim, or the problem that
-// keeps it from being snapshotted.
-func (c *Controller) claimVolume(pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, *problem) {
-	key := pvc.Namespace + "/" + pvc.Name
-	if pvc.DeletionTimestamp != nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolumeClaim %s is being deleted; a snapshot cannot be taken from it", key)
-	}
-	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "" {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolumeClaim %s is not bound yet; the snapshot is taken once it is", key)
-	}
-	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
-	if err != nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolume %q of claim %s does not exist yet", pvc.Spec.VolumeName, key)
-	}
-	if ref := pv.Spec.ClaimRef; ref == nil || ref.Name != pvc.Name || ref.Namespace != pvc.Namespace || (ref.UID != "" && ref.UID != pvc.UID) {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolume %q is not bound to claim %s (its spec.claimRef names another claim); the snapshot is taken once the volume and the claim are bound to each other",
-			pv.Name, key)
-	}
-	if pv.Spec.CSI == nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolume %q is not a CSI volume; only CSI volumes can be snapshotted", pv.Name)
-	}
-	return pv, nil
 }

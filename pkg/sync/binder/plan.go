@@ -1,6 +1,7 @@
 package binder
 
 import (
+	"context"
 	"sort"
 	"strings"
 
@@ -28,14 +29,9 @@ type contentPlan struct {
 
 // planContent checks that a dynamic snapshot can be cut and resolves its
 // class; a problem says what the user must fix or what we wait for.
-func (c *Controller) planContent(vs *snapv1.VolumeSnapshot) (*contentPlan, *problem) {
+func (c *Controller) planContent(ctx context.Context, vs *snapv1.VolumeSnapshot) (*contentPlan, *problem) {
 	claim := *vs.Spec.Source.PersistentVolumeClaimName
-	pvc, err := c.pvcs.PersistentVolumeClaims(vs.Namespace).Get(claim)
-	if err != nil {
-		return nil, problemf(snapshot.ReasonSnapshotContentCreationFailed,
-			"PersistentVolumeClaim %s/%s does not exist yet; create it or fix spec.source.persistentVolumeClaimName", vs.Namespace, claim)
-	}
-	pv, prob := c.claimVolume(pvc)
+	pvc, pv, prob := c.snapshotSource(ctx, vs.Namespace, claim)
 	if prob != nil {
 		return nil, prob
 	}

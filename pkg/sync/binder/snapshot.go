@@ -24,6 +24,9 @@ import (
 type problem struct {
 	Reason  string
 	Message string
+	// mayBeLag: the problem may only be the informer cache lagging the
+	// API server (snapshotSource reads again before reporting it).
+	mayBeLag bool
 }
 
 func (p *problem) Error() string { return p.Message }
@@ -109,7 +112,7 @@ func (c *Controller) dynamic(ctx context.Context, vs *snapv1.VolumeSnapshot) (wo
 			"VolumeSnapshotContent %q that this snapshot was bound to is gone; delete and re-create the VolumeSnapshot",
 			*vs.Status.BoundVolumeSnapshotContentName))
 	}
-	plan, prob := c.planContent(vs)
+	plan, prob := c.planContent(ctx, vs)
 	if prob != nil {
 		return c.fail(ctx, vs, prob)
 	}
