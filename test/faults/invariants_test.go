@@ -397,8 +397,11 @@ func (w *world) checkNoDoubleCut(t *testing.T) {
 func (w *world) checkNoPanics(t *testing.T) {
 	t.Helper()
 	w.mu.Lock()
-	paths := []string{w.s.Drv.LogPath(),
-		filepath.Join(w.s.Env.Dir, "kube-apiserver.log"), filepath.Join(w.s.Env.Dir, "etcd.log")}
+	paths := []string{w.s.Drv.LogPath()}
+	for _, pattern := range []string{"kube-apiserver*.log", "etcd*.log"} {
+		m, _ := filepath.Glob(filepath.Join(w.s.Env.Dir, pattern))
+		paths = append(paths, m...)
+	}
 	for _, c := range w.ctrls {
 		paths = append(paths, c.Proc.LogPath)
 	}

@@ -32,6 +32,10 @@ type ControlPlane struct {
 	kcm        *Process // kube-controller-manager (cluster.go)
 	kcmURL     string
 	cluster    bool
+	// members and servers are the production-shaped plane's etcd members
+	// and API servers (prodplane.go); etcd and apiserver are their first.
+	members []*EtcdMember
+	servers []*APIServer
 }
 
 // ControlPlaneOptions change the control plane from the test defaults (fast,
@@ -49,6 +53,10 @@ type ControlPlaneOptions struct {
 	// controller see them from the start. SNAPKEEPER_PLANE=cluster sets it
 	// for the shared plane of every suite.
 	Cluster bool
+	// Production runs etcd as three members, each reached by its peers
+	// through a fault proxy, and two kube-apiservers on them
+	// (prodplane.go): the plane of the production-fault scenarios.
+	Production bool
 }
 
 // StartControlPlane starts etcd and kube-apiserver in dir and waits until the
@@ -60,12 +68,23 @@ func StartControlPlane(ctx context.Context, dir string) (*ControlPlane, error) {
 // StartControlPlaneWith is StartControlPlane with options.
 func StartControlPlaneWith(ctx context.Context, dir string, o ControlPlaneOptions) (*ControlPlane, error) {
 	cp := &ControlPlane{Dir: dir}
-	if err := cp.startEtcd(o); err != nil {
+	start := cp.startEtcd
+	if o.Production {
+		start = cp.startEtcdCluster
+	}
+	if err := start(o); err != nil {
+		cp.Stop()
 		return nil, err
 	}
 	if err := cp.startAPIServer(ctx, o); err != nil {
 		cp.Stop()
 		return nil, err
+	}
+	if o.Production {
+		if err := cp.startSecondAPIServer(ctx, o); err != nil {
+			cp.Stop()
+			return nil, err
+		}
 	}
 	return cp, nil
 }
@@ -117,7 +136,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOption
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver-certs")
 	tokens := filepath.Join(cp.Dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(AdminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(AdminToken+",admin,admin,system:masters\n"+seatTokens()), 0o600); err != nil {
 		return err
 	}
 	saKey := filepath.Join(cp.Dir, "sa.key")
@@ -125,18 +144,48 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOption
 		return err
 	}
 	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	args := cp.apiServerArgs(o, etcdURL, port, certDir)
+	cp.apiserver, err = StartProcess(cp.Dir, "kube-apiserver", bin, args)
+	if err != nil {
+		return err
+	}
+	cp.servers = append(cp.servers, &APIServer{URL: cp.URL, proc: cp.apiserver})
+	cp.Config = &rest.Config{
+		Host:            cp.URL,
+		BearerToken:     AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS:             -1, // the tests' own client is never the bottleneck
+	}
+	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(cp.Kubeconfig, cp.URL, AdminToken); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx)
+}
+
+// apiServerArgs are the flags of a kube-apiserver on etcdURL (one or more
+// client URLs, comma-separated) serving on port with its certificates in
+// certDir. Every API server of a plane shares the token file, the
+// service-account key and the issuer (the first server's URL), so a token
+// of one is valid on all.
+func (cp *ControlPlane) apiServerArgs(o ControlPlaneOptions, etcdURL string, port int, certDir string) []string {
+	issuer := cp.URL
+	if len(cp.servers) > 0 {
+		issuer = cp.servers[0].URL
+	}
+	saKey := filepath.Join(cp.Dir, "sa.key")
 	args := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + certDir,
-		"--token-auth-file=" + tokens,
+		"--token-auth-file=" + filepath.Join(cp.Dir, "tokens.csv"),
 		"--authorization-mode=RBAC",
 		"--service-account-key-file=" + saKey,
 		"--service-account-signing-key-file=" + saKey,
-		"--service-account-issuer=" + cp.URL,
-		"--api-audiences=" + cp.URL,
+		"--service-account-issuer=" + issuer,
+		"--api-audiences=" + issuer,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
 		// A loopback address cannot be published as the kubernetes Service endpoint.
@@ -150,21 +199,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOption
 	if !o.InflightDefaults {
 		args = append(args, "--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
 	}
-	cp.apiserver, err = StartProcess(cp.Dir, "kube-apiserver", bin, args)
-	if err != nil {
-		return err
+	if o.Production {
+		args = append(args, cp.auditArgs(len(cp.servers))...)
 	}
-	cp.Config = &rest.Config{
-		Host:            cp.URL,
-		BearerToken:     AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
-		QPS:             -1, // the tests' own client is never the bottleneck
-	}
-	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
-	if err := WriteKubeconfig(cp.Kubeconfig, cp.URL, AdminToken); err != nil {
-		return err
-	}
-	return cp.waitReady(ctx)
+	return args
 }
 
 func (cp *ControlPlane) waitReady(ctx context.Context) error {
@@ -217,9 +255,13 @@ func (cp *ControlPlane) Stop() {
 	if cp.apiserver != nil {
 		cp.apiserver.Stop(10 * time.Second)
 	}
+	for _, s := range cp.servers[min(1, len(cp.servers)):] {
+		s.proc.Stop(10 * time.Second)
+	}
 	if cp.etcd != nil {
 		cp.etcd.Stop(10 * time.Second)
 	}
+	cp.stopMembers()
 }
 
 // WriteKubeconfig writes a kubeconfig for a token user of the server at url.

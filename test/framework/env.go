@@ -60,6 +60,10 @@ var (
 	sharedEnv     *Env
 	sharedErr     error
 	sharedOptions ControlPlaneOptions
+	// prodEnv is the package's production-shaped plane (SharedProduction),
+	// started on first use next to the shared one.
+	prodEnv *Env
+	prodErr error
 )
 
 // Main runs the package's tests and then stops the shared control plane.
@@ -74,12 +78,15 @@ func MainWith(m *testing.M, o ControlPlaneOptions) {
 	sharedMu.Unlock()
 	code := m.Run()
 	sharedMu.Lock()
-	if sharedEnv != nil {
-		sharedEnv.Stop()
+	for _, env := range []*Env{sharedEnv, prodEnv} {
+		if env == nil {
+			continue
+		}
+		env.Stop()
 		if code == 0 && os.Getenv("SNAPKEEPER_KEEP_TMP") == "" {
-			os.RemoveAll(sharedEnv.Dir)
+			os.RemoveAll(env.Dir)
 		} else {
-			fmt.Fprintf(os.Stderr, "framework: logs kept in %s\n", sharedEnv.Dir)
+			fmt.Fprintf(os.Stderr, "framework: logs kept in %s\n", env.Dir)
 		}
 	}
 	sharedMu.Unlock()
@@ -101,6 +108,21 @@ func Shared(t T) *Env {
 		t.Fatalf("control plane: %v", sharedErr)
 	}
 	return sharedEnv
+}
+
+// SharedProduction returns the package's production-shaped plane
+// (ControlPlaneOptions.Production), starting it on first use.
+func SharedProduction(t T) *Env {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if prodEnv == nil && prodErr == nil {
+		prodEnv, prodErr = StartWith(context.Background(), ControlPlaneOptions{Production: true})
+	}
+	if prodErr != nil {
+		t.Fatalf("production control plane: %v", prodErr)
+	}
+	return prodEnv
 }
 
 // Start starts a control plane with the CRDs installed in a new temp dir.

@@ -67,13 +67,24 @@ type ScenarioOptions struct {
 	HandBound bool
 	// ProvisionerArgs are more flags of that csi-provisioner.
 	ProvisionerArgs []string
+	// Production places the scenario on the package's production-shaped
+	// plane (SharedProduction) instead of its shared one.
+	Production bool
 }
 
 // NewScenario sets up a Scenario on the package's shared control plane;
 // t.Cleanup stops what it started.
 func NewScenario(t T, o ScenarioOptions) *Scenario {
 	t.Helper()
-	env := Shared(t)
+	env := Shared
+	if o.Production {
+		env = SharedProduction
+	}
+	return newScenarioOn(t, env(t), o)
+}
+
+func newScenarioOn(t T, env *Env, o ScenarioOptions) *Scenario {
+	t.Helper()
 	s := &Scenario{Env: env, NS: env.Namespace(t), handles: map[string]string{}}
 	if o.DriverPrefix == "" {
 		o.DriverPrefix = "e2e"

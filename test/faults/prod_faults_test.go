@@ -1,0 +1,270 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+	"github.com/snapkeeper/snapkeeper/test/framework/faultproxy"
+)
+
+// prodFault is one fault of the production plane: inject starts it and
+// returns what ends it. Faults of one run may overlap
+// (TestProdTwoFaults).
+type prodFault struct {
+	name   string
+	inject func(t *testing.T, g *prodRig, rng *rand.Rand) (heal func())
+}
+
+// prodFaults is the catalogue: the faults of scenarios 1-4 of the
+// production plane, each lasting long enough to matter (past the renew
+// deadline where a Lease is at stake).
+var prodFaults = []prodFault{
+	{"leader API connection stalled", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		seat := max(g.leaderSeat(), 0)
+		g.fault(fmt.Sprintf("seat %d API connection stalled", seat), g.api[seat], faultproxy.Faults{Stall: true})
+		return func() { g.fault(fmt.Sprintf("seat %d API connection healed", seat), g.api[seat], faultproxy.Faults{}) }
+	}},
+	{"etcd leader killed", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		m, err := g.s.Env.EtcdLeader(context.Background())
+		if err != nil {
+			t.Fatalf("etcd leader: %v", err)
+		}
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		g.rec.add("fault", "etcd leader "+m.Name+" SIGKILLed")
+		return func() {
+			if err := m.Start(); err != nil {
+				t.Errorf("start etcd member %s again: %v", m.Name, err)
+			}
+			g.rec.add("fault", "etcd member "+m.Name+" started again")
+		}
+	}},
+	{"etcd member partitioned", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		m := g.s.Env.EtcdMembers()[rng.IntN(3)]
+		if err := g.s.Env.PartitionEtcd(m.Name); err != nil {
+			t.Fatal(err)
+		}
+		g.rec.add("fault", "etcd member "+m.Name+" cut from the others")
+		return func() { g.s.Env.HealEtcd(); g.rec.add("fault", "etcd partition healed") }
+	}},
+	{"etcd quorum lost", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		ms := g.s.Env.EtcdMembers()
+		i := rng.IntN(3)
+		a, b := ms[i], ms[(i+1)%3]
+		if err := g.s.Env.PartitionEtcd(a.Name, b.Name); err != nil {
+			t.Fatal(err)
+		}
+		g.rec.add("fault", fmt.Sprintf("etcd members %s and %s cut from every other: no quorum", a.Name, b.Name))
+		return func() { g.s.Env.HealEtcd(); g.rec.add("fault", "etcd partition healed: quorum back") }
+	}},
+	{"leader API server slow", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		seat := max(g.leaderSeat(), 0)
+		// 5% of the chunks wait 6 s more: the p99 of a request is above 5 s.
+		g.fault(fmt.Sprintf("seat %d API server slow", seat), g.api[seat],
+			faultproxy.Faults{Latency: 20 * time.Millisecond, Jitter: 80 * time.Millisecond, SpikeProb: 0.05, Spike: 6 * time.Second})
+		return func() { g.fault(fmt.Sprintf("seat %d API server fast again", seat), g.api[seat], faultproxy.Faults{}) }
+	}},
+	{"API connections reset every few seconds", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		seat := rng.IntN(seats)
+		stop := make(chan struct{})
+		done := make(chan int)
+		seed := rng.Uint64()
+		go func() {
+			r := rand.New(rand.NewPCG(seed, 1))
+			n := 0
+			for {
+				select {
+				case <-stop:
+					done <- n
+					return
+				case <-time.After(2*time.Second + time.Duration(r.Int64N(int64(2*time.Second)))):
+					n += g.api[seat].Reset()
+				}
+			}
+		}()
+		g.rec.add("fault", fmt.Sprintf("seat %d API connections (watches and all) reset every 2-4 s", seat))
+		return func() {
+			close(stop)
+			g.rec.add("fault", fmt.Sprintf("seat %d resets stopped after %d connections", seat, <-done))
+		}
+	}},
+	{"watch expiry", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		// Seat 1's API server serves watches from etcd: a watch resumed
+		// after a compaction is answered "too old resource version".
+		g.fault("seat 1 API connection stalled for the compaction", g.api[1], faultproxy.Faults{Stall: true})
+		return func() {
+			rev, err := g.s.Env.CompactEtcd(context.Background())
+			if err != nil {
+				t.Errorf("compact etcd: %v", err)
+			}
+			n := g.api[1].Reset()
+			g.api[1].Set(faultproxy.Faults{})
+			g.rec.add("fault", fmt.Sprintf("etcd compacted at revision %d; seat 1's %d connections reset and healed: its watches resume from a compacted revision", rev, n))
+		}
+	}},
+	{"driver hangs", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		seat := max(g.leaderSeat(), 0)
+		g.fault(fmt.Sprintf("seat %d driver connection hangs", seat), g.csi[seat], faultproxy.Faults{Stall: true})
+		return func() { g.fault(fmt.Sprintf("seat %d driver answers again", seat), g.csi[seat], faultproxy.Faults{}) }
+	}},
+	{"driver replies lost", func(t *testing.T, g *prodRig, rng *rand.Rand) func() {
+		seat := max(g.leaderSeat(), 0)
+		// Calls reach the driver, which acts; its answers never come back.
+		g.fault(fmt.Sprintf("seat %d driver replies dropped", seat), g.csi[seat], faultproxy.Faults{Blackhole: faultproxy.Down})
+		return func() {
+			g.fault(fmt.Sprintf("seat %d driver replies flow again", seat), g.csi[seat], faultproxy.Faults{})
+		}
+	}},
+}
+
+func faultNamed(name string) prodFault {
+	for _, f := range prodFaults {
+		if f.name == name {
+			return f
+		}
+	}
+	panic("no fault " + name)
+}
+
+// step is a fault held for a while.
+type step struct {
+	fault string
+	hold  time.Duration
+}
+
+// runFaults injects the steps' faults one after the other, with a random
+// pause of 2-5 s before each, while a workload runs; then checks the
+// invariants.
+func runFaults(t *testing.T, rng *rand.Rand, g *prodRig, wl *workload, steps ...step) {
+	t.Helper()
+	claims := wl.claims(t, g.s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loadDone := wl.start(ctx, g.w, child(rng), claims)
+	for _, st := range steps {
+		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
+		f := faultNamed(st.fault)
+		g.rec.add("step", fmt.Sprintf("%s at %d/%d operations, for %v", f.name, wl.done.Load(), wl.ops(), st.hold))
+		heal := f.inject(t, g, rng)
+		time.Sleep(st.hold)
+		heal()
+	}
+	if err := <-loadDone; err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
+	if _, err := g.s.Env.EtcdLeader(context.Background()); err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	g.w.checkInvariants(t, 3*time.Minute)
+}
+
+var prodSlowDriver = []framework.FaultRule{
+	{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+	{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+}
+
+// TestProdEtcdFaults: during creates and deletes the etcd leader is
+// SIGKILLed (and started again), then a member is cut from the other two,
+// then two members are cut from every other: quorum lost for 20 s and
+// regained. Replicas that lose their Leases meanwhile exit and are started
+// again.
+func TestProdEtcdFaults(t *testing.T) {
+	rng := newRand(t)
+	n := 16
+	if runSizes().full {
+		n = 120
+	}
+	g := newProdRig(t, rng, prodSlowDriver)
+	runFaults(t, rng, g, g.workload(n+3, n, 4, 70*time.Second),
+		step{"etcd leader killed", 4 * time.Second}, step{"etcd member partitioned", 10 * time.Second}, step{"etcd quorum lost", 20 * time.Second})
+}
+
+// TestProdAPIServerFaults: the leader's API server slow (p99 above 5 s),
+// then one seat's connections (watches included) reset every few seconds,
+// then watch expiry: a seat cut off while etcd is compacted resumes its
+// watches from a compacted revision.
+func TestProdAPIServerFaults(t *testing.T) {
+	rng := newRand(t)
+	n := 16
+	if runSizes().full {
+		n = 120
+	}
+	g := newProdRig(t, rng, prodSlowDriver)
+	runFaults(t, rng, g, g.workload(n+3, n, 4, 60*time.Second),
+		step{"leader API server slow", 15 * time.Second}, step{"API connections reset every few seconds", 15 * time.Second}, step{"watch expiry", 5 * time.Second})
+	expired := 0
+	for i := range seats {
+		logs, _ := filepath.Glob(filepath.Join(g.s.Env.Dir, "*", fmt.Sprintf("controller-seat-%d.log", i)))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			expired += strings.Count(strings.ToLower(string(b)), "too old")
+		}
+	}
+	g.rec.add("verdict", fmt.Sprintf("%d watches answered \"too old resource version\" in the replicas' logs", expired))
+}
+
+// TestProdDriverFaults: the leader's driver connection hangs (open, no
+// answers) and recovers, then its replies are lost (the driver acts, the
+// answers never arrive) and the connection is reset.
+func TestProdDriverFaults(t *testing.T) {
+	rng := newRand(t)
+	n := 16
+	if runSizes().full {
+		n = 120
+	}
+	g := newProdRig(t, rng, prodSlowDriver)
+	runFaults(t, rng, g, g.workload(n+3, n, 4, 50*time.Second),
+		step{"driver hangs", 15 * time.Second}, step{"driver replies lost", 10 * time.Second})
+}
+
+// TestProdTwoFaults draws two faults at a time from the catalogue and lets
+// them overlap, round after round, while a workload runs. Short: 2 rounds;
+// full (make test-faults): rounds for 30 minutes with thousands of
+// operations.
+func TestProdTwoFaults(t *testing.T) {
+	rng := newRand(t)
+	rounds, n := 2, 20
+	if runSizes().full {
+		rounds, n = 60, 1500
+	}
+	g := newProdRig(t, rng, prodSlowDriver)
+	wl := g.workload(n+n/10, n, 6, time.Duration(rounds)*30*time.Second)
+	claims := wl.claims(t, g.s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loadDone := wl.start(ctx, g.w, child(rng), claims)
+	for r := range rounds {
+		a := prodFaults[rng.IntN(len(prodFaults))]
+		b := prodFaults[rng.IntN(len(prodFaults))]
+		for b.name == a.name {
+			b = prodFaults[rng.IntN(len(prodFaults))]
+		}
+		g.rec.add("step", fmt.Sprintf("round %d at %d/%d operations: %s, then %s", r+1, wl.done.Load(), wl.ops(), a.name, b.name))
+		healA := a.inject(t, g, rng)
+		time.Sleep(time.Duration(2+rng.IntN(6)) * time.Second)
+		healB := b.inject(t, g, rng)
+		time.Sleep(time.Duration(5+rng.IntN(10)) * time.Second)
+		healA()
+		time.Sleep(time.Duration(1+rng.IntN(5)) * time.Second)
+		healB()
+		time.Sleep(time.Duration(3+rng.IntN(5)) * time.Second)
+	}
+	if err := <-loadDone; err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
+	if _, err := g.s.Env.EtcdLeader(context.Background()); err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	g.w.checkInvariants(t, 3*time.Minute)
+}

@@ -1,0 +1,326 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/test/framework"
+	"github.com/snapkeeper/snapkeeper/test/framework/faultproxy"
+)
+
+// prodRig is a scenario on the production-shaped plane (three etcd
+// members, two API servers): two controller replicas (binder and CSI side
+// in each, with the chart's leader election), each in a seat of its own:
+// seat i talks to API server i through fault proxy api[i], as user
+// framework.SeatUser(i), and to the driver through fault proxy csi[i]. A
+// replica that exits (as ours does when it loses a Lease) is started again
+// in its seat, as its pod would be. Every fault injected and every verdict
+// is written to the scenario's record (record.jsonl next to the logs); the
+// invariants are checked from the world's operations, the API servers'
+// audit logs and the driver's call log.
+type prodRig struct {
+	s      *framework.Scenario
+	w      *world
+	api    []*faultproxy.Proxy
+	csi    []*faultproxy.Proxy
+	rec    *record
+	leases []string
+	args   [][]string
+
+	mu    sync.Mutex
+	procs []*framework.Component
+	ids   [][]string // per seat: its identity for each Lease
+	// restarts counts the replicas started again after they exited.
+	restarts int
+}
+
+// seats is the number of controller seats of a rig.
+const seats = 2
+
+// newProdRig starts the scenario's driver with faults on the production
+// plane, the proxies of both seats, and a replica in each; seat 0's
+// replica holds both Leases when it returns. The rig's supervisor runs
+// until the test ends.
+func newProdRig(t *testing.T, rng *rand.Rand, faults []framework.FaultRule, extraArgs ...string) *prodRig {
+	t.Helper()
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "prod", NoController: true, Faults: faults, Production: true})
+	// Unix socket paths are limited to 108 bytes: a short directory.
+	dir, err := os.MkdirTemp("", "skp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	g := &prodRig{s: s, w: newWorld(s), rec: newRecord(t, s.Env.TempDir(t, "record")),
+		leases: []string{binderLease, snapshot.CSILeaseName(s.Drv.Name)}}
+	servers := s.Env.APIServers()
+	for i := range seats {
+		api, err := faultproxy.New(faultproxy.Options{Network: "tcp", Listen: "127.0.0.1:0", Target: servers[i].HostPort(), Seed: rng.Uint64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		csi, err := faultproxy.New(faultproxy.Options{Network: "unix", Listen: filepath.Join(dir, fmt.Sprintf("csi-%d.sock", i)), Target: s.Drv.Socket, Seed: rng.Uint64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { api.Close(); csi.Close() })
+		g.api, g.csi = append(g.api, api), append(g.csi, csi)
+		kc := filepath.Join(dir, fmt.Sprintf("seat-%d.kubeconfig", i))
+		if err := framework.WriteKubeconfig(kc, "https://"+api.Addr(), framework.SeatToken(i)); err != nil {
+			t.Fatal(err)
+		}
+		args := append(slices.Clone(s.Args), "--leader-election=true", "--leader-election-namespace="+s.NS,
+			"--leader-election-lease-duration="+chartLeaseDuration.String(),
+			"--leader-election-renew-deadline="+chartRenewDeadline.String(),
+			"--leader-election-retry-period="+chartRetryPeriod.String(), "--retry-interval-max=2s",
+			"--kubeconfig="+kc, "--csi-address="+csi.Addr())
+		g.args = append(g.args, append(args, extraArgs...))
+		g.procs = append(g.procs, nil)
+		g.ids = append(g.ids, nil)
+	}
+	for i := range seats {
+		if err := g.startSeat(t, i); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			waitHolder(t, s, g.leases, g.ids[0], 30*time.Second)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); g.supervise(ctx, t) }()
+	t.Cleanup(func() { cancel(); <-done })
+	g.rec.add("rig", "leader in seat 0, standby in seat 1")
+	return g
+}
+
+// startSeat starts a replica in seat i and learns its Lease identities.
+func (g *prodRig) startSeat(t *testing.T, i int) error {
+	c, err := g.s.Env.StartComponent(g.s.Env.TempDir(t, fmt.Sprintf("seat-%d", i)), fmt.Sprintf("controller-seat-%d", i), "./cmd/controller",
+		append([]string{"-v=2"}, g.args[i]...)...)
+	if err != nil {
+		return err
+	}
+	t.Cleanup(func() { c.Proc.Stop(10 * time.Second) })
+	var ids []string
+	for _, l := range g.leases {
+		id, err := identityIn(c, l, 20*time.Second)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	g.w.addController(c)
+	g.mu.Lock()
+	g.procs[i], g.ids[i] = c, ids
+	g.mu.Unlock()
+	return nil
+}
+
+// supervise starts again, in its seat, every replica that exited.
+func (g *prodRig) supervise(ctx context.Context, t *testing.T) {
+	for ctx.Err() == nil {
+		for i := range seats {
+			g.mu.Lock()
+			c := g.procs[i]
+			g.mu.Unlock()
+			if c == nil || !c.Proc.Exited() || ctx.Err() != nil {
+				continue
+			}
+			g.rec.add("restart", fmt.Sprintf("seat %d exited (%s); started again", i, lastLine(c.Proc.Tail(400))))
+			if err := g.startSeat(t, i); err != nil {
+				g.rec.add("restart", fmt.Sprintf("seat %d: %v", i, err))
+				continue
+			}
+			g.mu.Lock()
+			g.restarts++
+			g.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// leaderSeat is the seat whose replica holds both Leases, or -1.
+func (g *prodRig) leaderSeat() int {
+	h := holders(g.s, g.leases)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, ids := range g.ids {
+		if slices.Equal(h, ids) {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitLeader waits until one seat holds both Leases and says which, and
+// when it was seen.
+func (g *prodRig) waitLeader(t *testing.T, not int, timeout time.Duration) (int, time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if seat := g.leaderSeat(); seat >= 0 && seat != not {
+			return seat, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no seat but %d holds both Leases %v after %v: holders %v", not, g.leases, timeout, holders(g.s, g.leases))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fault sets the faults of a proxy and records them.
+func (g *prodRig) fault(what string, p *faultproxy.Proxy, f faultproxy.Faults) {
+	p.Set(f)
+	g.rec.add("fault", fmt.Sprintf("%s: %+v", what, f))
+}
+
+// identityIn reads the holder identity controller c uses for Lease name
+// from its log.
+func identityIn(c *framework.Component, name string, timeout time.Duration) (string, error) {
+	var id string
+	err := framework.Poll(timeout, c.Name+" logging its identity", func() (bool, error) {
+		b, err := os.ReadFile(c.Proc.LogPath)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range waitingLine.FindAllStringSubmatch(string(b), -1) {
+			if m[1] == name {
+				id = m[2]
+			}
+		}
+		return id != "", nil
+	})
+	return id, err
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// record is the scenario's log of faults, operations and verdicts, one
+// JSON object per line.
+type record struct {
+	t    *testing.T
+	mu   sync.Mutex
+	f    *os.File
+	path string
+}
+
+func newRecord(t *testing.T, dir string) *record {
+	path := filepath.Join(dir, "record.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	t.Logf("record of faults and verdicts: %s", path)
+	return &record{t: t, f: f, path: path}
+}
+
+func (r *record) add(kind, detail string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, _ := json.Marshal(map[string]string{"time": time.Now().Format(time.RFC3339Nano), "kind": kind, "detail": detail})
+	r.f.Write(append(b, '\n'))
+	r.t.Logf("%s: %s", kind, detail)
+}
+
+// checkNoLateWrites fails the test for every write to the snapshot APIs
+// that seat's user got accepted after from (the moment another replica
+// took its Leases over) and before until (zero: the end of the test): a
+// replica that lost its Leases must not change anything any more, whatever
+// its connection delivers late.
+func (g *prodRig) checkNoLateWrites(t *testing.T, seat int, from, until time.Time) {
+	t.Helper()
+	events, err := g.s.Env.AuditEvents()
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	var late []string
+	n := 0
+	for _, e := range events {
+		if e.User.Username != framework.SeatUser(seat) || !e.Accepted() || e.ObjectRef.Resource == "leases" {
+			continue
+		}
+		n++
+		if e.Done.After(from) && (until.IsZero() || e.Done.Before(until)) {
+			late = append(late, e.String())
+		}
+	}
+	sort.Strings(late)
+	g.rec.add("verdict", fmt.Sprintf("seat %d: %d snapshot writes accepted in all, %d after it lost its Leases at %s", seat, n, len(late), from.Format("15:04:05.000")))
+	for _, l := range late {
+		t.Errorf("write of seat %d accepted after it lost its Leases: %s", seat, l)
+	}
+}
+
+// patientCreate is world.create retried, as a user re-applying would,
+// while the plane refuses writes (no quorum, an API server cut off): until
+// it succeeds or two minutes pass. A create answered with an error may
+// still have been stored; AlreadyExists on a retry counts as done.
+func (g *prodRig) patientCreate(ctx context.Context, name, pvc string) error {
+	return patiently(ctx, func(ctx context.Context) error {
+		err := g.w.create(ctx, name, pvc)
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		vs, err := g.s.Env.Snap.SnapshotV1().VolumeSnapshots(g.s.NS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		g.w.mu.Lock()
+		g.w.uids[name] = vs.UID
+		g.w.mu.Unlock()
+		return nil
+	})
+}
+
+// patientRemove is world.remove retried as patientCreate.
+func (g *prodRig) patientRemove(ctx context.Context, name string) error {
+	return patiently(ctx, func(ctx context.Context) error { return g.w.remove(ctx, name) })
+}
+
+func patiently(ctx context.Context, op func(context.Context) error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := op(octx)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// workload returns a workload of the rig's patient operations.
+func (g *prodRig) workload(creates, deletes, claims int, spread time.Duration) *workload {
+	wl := &workload{Creates: creates, Deletes: deletes, Claims: claims, Create: g.patientCreate, Remove: g.patientRemove}
+	wl.Pause = spread / time.Duration(wl.ops())
+	return wl
+}
