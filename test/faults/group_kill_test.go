@@ -109,7 +109,17 @@ type groupLedger struct {
 func groupScenario(t *testing.T, creates, deletes int) (*framework.Scenario, *world, *groupLedger) {
 	t.Helper()
 	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "gfaults", NoClass: true, NoController: true,
-		Faults: groupFaults(creates, deletes), ControllerArgs: []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}})
+		Faults: groupFaults(creates, deletes), ControllerArgs: groupArgs})
+	return s, newWorld(s), newGroupLedger(t, s)
+}
+
+// groupArgs turn group snapshots on.
+var groupArgs = []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}
+
+// newGroupLedger creates the driver's default VolumeGroupSnapshotClass
+// (deletion policy Delete) in scenario s and returns an empty ledger.
+func newGroupLedger(t *testing.T, s *framework.Scenario) *groupLedger {
+	t.Helper()
 	g := &groupLedger{s: s, uids: map[string]types.UID{}, deleted: map[string]bool{}}
 	c := &groupv1.VolumeGroupSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "group-class-" + g.s.NS, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
@@ -121,7 +131,7 @@ func groupScenario(t *testing.T, creates, deletes int) (*framework.Scenario, *wo
 	t.Cleanup(func() {
 		_ = g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 	})
-	return s, newWorld(s), g
+	return g
 }
 
 // workload creates and deletes groups of the applications' claims.
@@ -163,6 +173,23 @@ func (g *groupLedger) create(ctx context.Context, name, app string) error {
 	}
 	g.mu.Lock()
 	g.uids[name] = out.UID
+	g.mu.Unlock()
+	return nil
+}
+
+// patientCreate is create for a retry: a group an earlier attempt stored
+// (AlreadyExists) counts as created.
+func (g *groupLedger) patientCreate(ctx context.Context, name, app string) error {
+	err := g.create(ctx, name, app)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	vgs, err := g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(g.s.NS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.uids[name] = vgs.UID
 	g.mu.Unlock()
 	return nil
 }

@@ -55,9 +55,17 @@ const seats = 2
 // plane, the proxies of both seats, and a replica in each; seat 0's
 // replica holds both Leases when it returns. The rig's supervisor runs
 // until the test ends.
-func newProdRig(t *testing.T, rng *rand.Rand, faults []framework.FaultRule, extraArgs ...string) *prodRig {
+func newProdRig(t *testing.T, rng *rand.Rand, faults []framework.FaultRule) *prodRig {
 	t.Helper()
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "prod", NoController: true, Faults: faults, Production: true})
+	return newProdRigWith(t, rng, framework.ScenarioOptions{Faults: faults})
+}
+
+// newProdRigWith is newProdRig for a scenario of options o (its
+// ControllerArgs go to both seats).
+func newProdRigWith(t *testing.T, rng *rand.Rand, o framework.ScenarioOptions) *prodRig {
+	t.Helper()
+	o.DriverPrefix, o.NoController, o.Production = "prod", true, true
+	s := framework.NewScenario(t, o)
 	// Unix socket paths are limited to 108 bytes: a short directory.
 	dir, err := os.MkdirTemp("", "skp")
 	if err != nil {
@@ -87,7 +95,7 @@ func newProdRig(t *testing.T, rng *rand.Rand, faults []framework.FaultRule, extr
 			"--leader-election-renew-deadline="+chartRenewDeadline.String(),
 			"--leader-election-retry-period="+chartRetryPeriod.String(), "--retry-interval-max=2s",
 			"--kubeconfig="+kc, "--csi-address="+csi.Addr())
-		g.args = append(g.args, append(args, extraArgs...))
+		g.args = append(g.args, args)
 		g.procs = append(g.procs, nil)
 		g.ids = append(g.ids, nil)
 	}
