@@ -7,8 +7,10 @@
 // down; hostile input for the controller (absurd names and values, objects
 // stored before the CRD rules, secret templates, a planted secret that must
 // appear nowhere) and for the webhook (slow, idle, oversized and malformed
-// clients, a GitOps re-sync of 200 objects). The workload scenarios end
-// with the same invariants (invariants_test.go).
+// clients, a GitOps re-sync of 200 objects). The TestProd* scenarios
+// (prod_*_test.go) run on a production-shaped plane of their own: three
+// etcd members, two API servers, each replica behind fault proxies. The
+// workload scenarios end with the same invariants (invariants_test.go).
 //
 // Each scenario draws every random choice from a math/rand/v2 generator
 // seeded by SNAPKEEPER_FAULT_SEED (or -fault-seed), time-based by default,

@@ -189,14 +189,16 @@ var prodSlowDriver = []framework.FaultRule{
 // regained. Replicas that lose their Leases meanwhile exit and are started
 // again.
 func TestProdEtcdFaults(t *testing.T) {
-	rng := newRand(t)
-	n := 16
-	if runSizes().full {
-		n = 120
-	}
-	g := newProdRig(t, rng, prodSlowDriver)
-	runFaults(t, rng, g, g.workload(n+3, n, 4, 70*time.Second),
-		step{"etcd leader killed", 4 * time.Second}, step{"etcd member partitioned", 10 * time.Second}, step{"etcd quorum lost", 20 * time.Second})
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		n := 16
+		if runSizes().full {
+			n = 120
+		}
+		g := newProdRig(t, rng, pair, prodSlowDriver)
+		runFaults(t, rng, g, g.workload(n+3, n, 4, 70*time.Second),
+			step{"etcd leader killed", 4 * time.Second}, step{"etcd member partitioned", 10 * time.Second}, step{"etcd quorum lost", 20 * time.Second})
+	})
 }
 
 // TestProdAPIServerFaults: the leader's API server slow (p99 above 5 s),
@@ -204,37 +206,41 @@ func TestProdEtcdFaults(t *testing.T) {
 // then watch expiry: a seat cut off while etcd is compacted resumes its
 // watches from a compacted revision.
 func TestProdAPIServerFaults(t *testing.T) {
-	rng := newRand(t)
-	n := 16
-	if runSizes().full {
-		n = 120
-	}
-	g := newProdRig(t, rng, prodSlowDriver)
-	runFaults(t, rng, g, g.workload(n+3, n, 4, 60*time.Second),
-		step{"leader API server slow", 15 * time.Second}, step{"API connections reset every few seconds", 15 * time.Second}, step{"watch expiry", 5 * time.Second})
-	expired := 0
-	for i := range seats {
-		logs, _ := filepath.Glob(filepath.Join(g.s.Env.Dir, "*", fmt.Sprintf("controller-seat-%d.log", i)))
-		for _, l := range logs {
-			b, _ := os.ReadFile(l)
-			expired += strings.Count(strings.ToLower(string(b)), "too old")
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		n := 16
+		if runSizes().full {
+			n = 120
 		}
-	}
-	g.rec.add("verdict", fmt.Sprintf("%d watches answered \"too old resource version\" in the replicas' logs", expired))
+		g := newProdRig(t, rng, pair, prodSlowDriver)
+		runFaults(t, rng, g, g.workload(n+3, n, 4, 60*time.Second),
+			step{"leader API server slow", 15 * time.Second}, step{"API connections reset every few seconds", 15 * time.Second}, step{"watch expiry", 5 * time.Second})
+		expired := 0
+		for i := range seats {
+			logs, _ := filepath.Glob(filepath.Join(g.s.Env.Dir, "*", fmt.Sprintf("controller-seat-%d.log", i)))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				expired += strings.Count(strings.ToLower(string(b)), "too old")
+			}
+		}
+		g.rec.add("verdict", fmt.Sprintf("%d watches answered \"too old resource version\" in the replicas' logs", expired))
+	})
 }
 
 // TestProdDriverFaults: the leader's driver connection hangs (open, no
 // answers) and recovers, then its replies are lost (the driver acts, the
 // answers never arrive) and the connection is reset.
 func TestProdDriverFaults(t *testing.T) {
-	rng := newRand(t)
-	n := 16
-	if runSizes().full {
-		n = 120
-	}
-	g := newProdRig(t, rng, prodSlowDriver)
-	runFaults(t, rng, g, g.workload(n+3, n, 4, 50*time.Second),
-		step{"driver hangs", 15 * time.Second}, step{"driver replies lost", 10 * time.Second})
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		n := 16
+		if runSizes().full {
+			n = 120
+		}
+		g := newProdRig(t, rng, pair, prodSlowDriver)
+		runFaults(t, rng, g, g.workload(n+3, n, 4, 50*time.Second),
+			step{"driver hangs", 15 * time.Second}, step{"driver replies lost", 10 * time.Second})
+	})
 }
 
 // TestProdTwoFaults draws two faults at a time from the catalogue and lets
@@ -242,41 +248,43 @@ func TestProdDriverFaults(t *testing.T) {
 // full (make test-faults): rounds for 30 minutes with thousands of
 // operations.
 func TestProdTwoFaults(t *testing.T) {
-	rng := newRand(t)
-	rounds, n := 2, 20
-	if runSizes().full {
-		rounds, n = 60, 1500
-	}
-	g := newProdRig(t, rng, prodSlowDriver)
-	wl := g.workload(n+n/10, n, 6, time.Duration(rounds)*30*time.Second)
-	claims := wl.claims(t, g.s)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	loadDone := wl.start(ctx, g.w, child(rng), claims)
-	for r := range rounds {
-		a := prodFaults[rng.IntN(len(prodFaults))]
-		b := prodFaults[rng.IntN(len(prodFaults))]
-		for b.name == a.name {
-			b = prodFaults[rng.IntN(len(prodFaults))]
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		rounds, n := 2, 20
+		if runSizes().full {
+			rounds, n = 60, 1500
 		}
-		g.rec.add("step", fmt.Sprintf("round %d at %d/%d operations: %s, then %s", r+1, wl.done.Load(), wl.ops(), a.name, b.name))
-		healA := a.inject(t, g, rng)
-		time.Sleep(time.Duration(2+rng.IntN(6)) * time.Second)
-		healB := b.inject(t, g, rng)
-		time.Sleep(time.Duration(5+rng.IntN(10)) * time.Second)
-		healA()
-		time.Sleep(time.Duration(1+rng.IntN(5)) * time.Second)
-		healB()
-		time.Sleep(time.Duration(3+rng.IntN(5)) * time.Second)
-	}
-	if err := <-loadDone; err != nil {
-		t.Fatalf("workload: %v", err)
-	}
-	g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
-	if _, err := g.s.Env.EtcdLeader(context.Background()); err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	g.w.checkInvariants(t, 3*time.Minute)
+		g := newProdRig(t, rng, pair, prodSlowDriver)
+		wl := g.workload(n+n/10, n, 6, time.Duration(rounds)*30*time.Second)
+		claims := wl.claims(t, g.s)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		loadDone := wl.start(ctx, g.w, child(rng), claims)
+		for r := range rounds {
+			a := prodFaults[rng.IntN(len(prodFaults))]
+			b := prodFaults[rng.IntN(len(prodFaults))]
+			for b.name == a.name {
+				b = prodFaults[rng.IntN(len(prodFaults))]
+			}
+			g.rec.add("step", fmt.Sprintf("round %d at %d/%d operations: %s, then %s", r+1, wl.done.Load(), wl.ops(), a.name, b.name))
+			healA := a.inject(t, g, rng)
+			time.Sleep(time.Duration(2+rng.IntN(6)) * time.Second)
+			healB := b.inject(t, g, rng)
+			time.Sleep(time.Duration(5+rng.IntN(10)) * time.Second)
+			healA()
+			time.Sleep(time.Duration(1+rng.IntN(5)) * time.Second)
+			healB()
+			time.Sleep(time.Duration(3+rng.IntN(5)) * time.Second)
+		}
+		if err := <-loadDone; err != nil {
+			t.Fatalf("workload: %v", err)
+		}
+		g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
+		if _, err := g.s.Env.EtcdLeader(context.Background()); err != nil {
+			t.Fatalf("etcd: %v", err)
+		}
+		g.w.checkInvariants(t, 3*time.Minute)
+	})
 }
 
 // TestProdGroupFaults runs a workload of VolumeGroupSnapshots (the group
@@ -285,24 +293,26 @@ func TestProdTwoFaults(t *testing.T) {
 // server until the standby takes over, the etcd leader killed, the
 // driver hanging. The group invariants of TestGroupKills hold after.
 func TestProdGroupFaults(t *testing.T) {
-	rng := newRand(t)
-	creates, deletes := 8, 6
-	if runSizes().full {
-		creates, deletes = 60, 50
-	}
-	g := newProdRigWith(t, rng, framework.ScenarioOptions{NoClass: true, Faults: groupFaults(creates, deletes), ControllerArgs: groupArgs})
-	gl := newGroupLedger(t, g.s)
-	apps := gl.claims(t, rng, 3)
-	wl := gl.workload(creates, deletes)
-	wl.Create = func(ctx context.Context, name, app string) error {
-		return patiently(ctx, func(ctx context.Context) error { return gl.patientCreate(ctx, name, app) })
-	}
-	wl.Remove = func(ctx context.Context, name string) error {
-		return patiently(ctx, func(ctx context.Context) error { return gl.remove(ctx, name) })
-	}
-	wl.Pause = 60 * time.Second / time.Duration(wl.ops())
-	injectDuring(t, rng, g, wl, slices.Sorted(maps.Keys(apps)),
-		step{"leader API connection stalled", 25 * time.Second}, step{"etcd leader killed", 4 * time.Second}, step{"driver hangs", 10 * time.Second})
-	gl.checkInvariants(t, apps, 3*time.Minute)
-	g.w.checkInvariants(t, 3*time.Minute)
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		creates, deletes := 8, 6
+		if runSizes().full {
+			creates, deletes = 60, 50
+		}
+		g := newProdRigWith(t, rng, pair, framework.ScenarioOptions{NoClass: true, Faults: groupFaults(creates, deletes), ControllerArgs: groupArgs})
+		gl := newGroupLedger(t, g.s)
+		apps := gl.claims(t, rng, 3)
+		wl := gl.workload(creates, deletes)
+		wl.Create = func(ctx context.Context, name, app string) error {
+			return patiently(ctx, func(ctx context.Context) error { return gl.patientCreate(ctx, name, app) })
+		}
+		wl.Remove = func(ctx context.Context, name string) error {
+			return patiently(ctx, func(ctx context.Context) error { return gl.remove(ctx, name) })
+		}
+		wl.Pause = 60 * time.Second / time.Duration(wl.ops())
+		injectDuring(t, rng, g, wl, slices.Sorted(maps.Keys(apps)),
+			step{"leader API connection stalled", 25 * time.Second}, step{"etcd leader killed", 4 * time.Second}, step{"driver hangs", 10 * time.Second})
+		gl.checkInvariants(t, apps, 3*time.Minute)
+		g.w.checkInvariants(t, 3*time.Minute)
+	})
 }

@@ -21,50 +21,52 @@ import (
 // twice, nothing lost or leaked. Short: one stall; full: four, alternating
 // seats.
 func TestProdLeaderStall(t *testing.T) {
-	rng := newRand(t)
-	n, stalls := 16, 1
-	if runSizes().full {
-		n, stalls = 120, 4
-	}
-	slow := []framework.FaultRule{
-		{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-	}
-	g := newProdRig(t, rng, slow)
-	wl := g.workload(n+3, n, 4, time.Duration(stalls)*50*time.Second)
-	claims := wl.claims(t, g.s)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	loadDone := wl.start(ctx, g.w, child(rng), claims)
-
-	type window struct {
-		seat        int
-		from, until time.Time
-	}
-	var windows []window
-	for i := range stalls {
-		time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(4*time.Second))))
-		old, _ := g.waitLeader(t, -1, takeoverBound+takeoverSlack)
-		stalled := time.Now()
-		g.fault(fmt.Sprintf("stall %d: seat %d (the leader) cut off its API server at %d/%d operations", i+1, old, wl.done.Load(), wl.ops()),
-			g.api[old], faultproxy.Faults{Stall: true})
-		seat, at := g.waitLeader(t, old, takeoverBound+takeoverSlack+10*time.Second)
-		g.rec.add("takeover", fmt.Sprintf("seat %d holds both Leases %v after the stall", seat, at.Sub(stalled).Round(time.Millisecond)))
-		for j := range windows {
-			if windows[j].seat == seat && windows[j].until.IsZero() {
-				windows[j].until = at // leading again from here on
-			}
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		n, stalls := 16, 1
+		if runSizes().full {
+			n, stalls = 120, 4
 		}
-		windows = append(windows, window{seat: old, from: at})
-		time.Sleep(chartLeaseDuration)
-		g.fault(fmt.Sprintf("stall %d healed", i+1), g.api[old], faultproxy.Faults{})
-	}
-	if err := <-loadDone; err != nil {
-		t.Fatalf("workload: %v", err)
-	}
-	g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
-	g.w.checkInvariants(t, 2*time.Minute)
-	for _, w := range windows {
-		g.checkNoLateWrites(t, w.seat, w.from, w.until)
-	}
+		slow := []framework.FaultRule{
+			{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+			{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+		}
+		g := newProdRig(t, rng, pair, slow)
+		wl := g.workload(n+3, n, 4, time.Duration(stalls)*50*time.Second)
+		claims := wl.claims(t, g.s)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		loadDone := wl.start(ctx, g.w, child(rng), claims)
+
+		type window struct {
+			seat        int
+			from, until time.Time
+		}
+		var windows []window
+		for i := range stalls {
+			time.Sleep(2*time.Second + time.Duration(rng.Int64N(int64(4*time.Second))))
+			old, _ := g.waitLeader(t, -1, takeoverBound+takeoverSlack)
+			stalled := time.Now()
+			g.fault(fmt.Sprintf("stall %d: seat %d (the leader) cut off its API server at %d/%d operations", i+1, old, wl.done.Load(), wl.ops()),
+				g.api[old], faultproxy.Faults{Stall: true})
+			seat, at := g.waitLeader(t, old, takeoverBound+takeoverSlack+10*time.Second)
+			g.rec.add("takeover", fmt.Sprintf("seat %d holds both Leases %v after the stall", seat, at.Sub(stalled).Round(time.Millisecond)))
+			for j := range windows {
+				if windows[j].seat == seat && windows[j].until.IsZero() {
+					windows[j].until = at // leading again from here on
+				}
+			}
+			windows = append(windows, window{seat: old, from: at})
+			time.Sleep(chartLeaseDuration)
+			g.fault(fmt.Sprintf("stall %d healed", i+1), g.api[old], faultproxy.Faults{})
+		}
+		if err := <-loadDone; err != nil {
+			t.Fatalf("workload: %v", err)
+		}
+		g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
+		g.w.checkInvariants(t, 2*time.Minute)
+		for _, w := range windows {
+			g.checkNoLateWrites(t, w.seat, w.from, w.until)
+		}
+	})
 }

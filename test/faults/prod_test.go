@@ -26,43 +26,71 @@ import (
 // members, two API servers): two controller replicas (binder and CSI side
 // in each, with the chart's leader election), each in a seat of its own:
 // seat i talks to API server i through fault proxy api[i], as user
-// framework.SeatUser(i), and to the driver through fault proxy csi[i]. A
-// replica that exits (as ours does when it loses a Lease) is started again
-// in its seat, as its pod would be. Every fault injected and every verdict
-// is written to the scenario's record (record.jsonl next to the logs); the
-// invariants are checked from the world's operations, the API servers'
-// audit logs and the driver's call log.
+// framework.SeatUser(i), and to the driver through fault proxy csi[i]. The
+// replicas are ours (one controller process per seat) or the community's
+// (snapshot-controller and csi-snapshotter per seat, at our client limits).
+// A process that exits (both pairs exit when they lose a Lease) is started
+// again in its seat, as its pod would be. Every fault injected and every
+// verdict is written to the scenario's record (record.jsonl next to the
+// logs); the invariants are checked from the world's operations, the API
+// servers' audit logs and the driver's call log.
 type prodRig struct {
-	s      *framework.Scenario
-	w      *world
-	api    []*faultproxy.Proxy
-	csi    []*faultproxy.Proxy
-	rec    *record
-	leases []string
-	args   [][]string
+	s         *framework.Scenario
+	w         *world
+	api       []*faultproxy.Proxy
+	csi       []*faultproxy.Proxy
+	rec       *record
+	leases    []string
+	kc        []string // per seat: its kubeconfig
+	community bool
+	groups    bool
 
 	mu    sync.Mutex
-	procs []*framework.Component
-	ids   [][]string // per seat: its identity for each Lease
-	// restarts counts the replicas started again after they exited.
+	procs [][]*framework.Component // per seat, per role
+	ids   [][]string               // per seat: its identity for each Lease
+	// restarts counts the processes started again after they exited.
 	restarts int
 }
 
 // seats is the number of controller seats of a rig.
 const seats = 2
 
-// newProdRig starts the scenario's driver with faults on the production
-// plane, the proxies of both seats, and a replica in each; seat 0's
-// replica holds both Leases when it returns. The rig's supervisor runs
-// until the test ends.
-func newProdRig(t *testing.T, rng *rand.Rand, faults []framework.FaultRule) *prodRig {
-	t.Helper()
-	return newProdRigWith(t, rng, framework.ScenarioOptions{Faults: faults})
+// Pairs of replicas a rig runs.
+const (
+	pairOurs      = "ours"
+	pairCommunity = "community"
+)
+
+// prodPairs are the pairs the TestProd* scenarios run: ours, unless
+// SNAPKEEPER_PROD_PAIRS (comma-separated: ours, community) chooses. The
+// community pair's outcomes are findings about the peer, recorded side by
+// side in docs/reliability.md, and never gate a run of ours.
+func prodPairs() []string {
+	if v := os.Getenv("SNAPKEEPER_PROD_PAIRS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{pairOurs}
 }
 
-// newProdRigWith is newProdRig for a scenario of options o (its
-// ControllerArgs go to both seats).
-func newProdRigWith(t *testing.T, rng *rand.Rand, o framework.ScenarioOptions) *prodRig {
+// eachPair runs body as a subtest per pair of prodPairs.
+func eachPair(t *testing.T, body func(t *testing.T, pair string)) {
+	for _, pair := range prodPairs() {
+		t.Run(pair, func(t *testing.T) { body(t, pair) })
+	}
+}
+
+// newProdRig starts the scenario's driver with faults on the production
+// plane, the proxies of both seats, and a replica of pair in each; seat
+// 0's replica holds both Leases when it returns. The rig's supervisor runs
+// until the test ends.
+func newProdRig(t *testing.T, rng *rand.Rand, pair string, faults []framework.FaultRule) *prodRig {
+	t.Helper()
+	return newProdRigWith(t, rng, pair, framework.ScenarioOptions{Faults: faults})
+}
+
+// newProdRigWith is newProdRig for a scenario of options o (ControllerArgs
+// groupArgs turn group snapshots on in both pairs).
+func newProdRigWith(t *testing.T, rng *rand.Rand, pair string, o framework.ScenarioOptions) *prodRig {
 	t.Helper()
 	o.DriverPrefix, o.NoController, o.Production = "prod", true, true
 	s := framework.NewScenario(t, o)
@@ -73,7 +101,8 @@ func newProdRigWith(t *testing.T, rng *rand.Rand, o framework.ScenarioOptions) *
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	g := &prodRig{s: s, w: newWorld(s), rec: newRecord(t, s.Env.TempDir(t, "record")),
-		leases: []string{binderLease, snapshot.CSILeaseName(s.Drv.Name)}}
+		leases: []string{binderLease, snapshot.CSILeaseName(s.Drv.Name)}, community: pair == pairCommunity,
+		groups: slices.Equal(o.ControllerArgs, groupArgs)}
 	servers := s.Env.APIServers()
 	for i := range seats {
 		api, err := faultproxy.New(faultproxy.Options{Network: "tcp", Listen: "127.0.0.1:0", Target: servers[i].HostPort(), Seed: rng.Uint64()})
@@ -90,72 +119,124 @@ func newProdRigWith(t *testing.T, rng *rand.Rand, o framework.ScenarioOptions) *
 		if err := framework.WriteKubeconfig(kc, "https://"+api.Addr(), framework.SeatToken(i)); err != nil {
 			t.Fatal(err)
 		}
-		args := append(slices.Clone(s.Args), "--leader-election=true", "--leader-election-namespace="+s.NS,
-			"--leader-election-lease-duration="+chartLeaseDuration.String(),
-			"--leader-election-renew-deadline="+chartRenewDeadline.String(),
-			"--leader-election-retry-period="+chartRetryPeriod.String(), "--retry-interval-max=2s",
-			"--kubeconfig="+kc, "--csi-address="+csi.Addr())
-		g.args = append(g.args, args)
-		g.procs = append(g.procs, nil)
+		g.kc = append(g.kc, kc)
+		g.procs = append(g.procs, make([]*framework.Component, len(g.roles())))
 		g.ids = append(g.ids, nil)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, seat := range g.procs {
+			for _, c := range seat {
+				if c != nil {
+					c.Proc.Stop(15 * time.Second)
+				}
+			}
+		}
+	})
 	for i := range seats {
-		if err := g.startSeat(t, i); err != nil {
-			t.Fatal(err)
+		for role := range g.roles() {
+			if err := g.start(t, i, role); err != nil {
+				close(done)
+				t.Fatal(err)
+			}
 		}
 		if i == 0 {
 			waitHolder(t, s, g.leases, g.ids[0], 30*time.Second)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	go func() { defer close(done); g.supervise(ctx, t) }()
-	t.Cleanup(func() { cancel(); <-done })
-	g.rec.add("rig", "leader in seat 0, standby in seat 1")
+	g.rec.add("rig", pair+" pair: leader in seat 0, standby in seat 1")
 	return g
 }
 
-// startSeat starts a replica in seat i and learns its Lease identities.
-func (g *prodRig) startSeat(t *testing.T, i int) error {
-	c, err := g.s.Env.StartComponent(g.s.Env.TempDir(t, fmt.Sprintf("seat-%d", i)), fmt.Sprintf("controller-seat-%d", i), "./cmd/controller",
-		append([]string{"-v=2"}, g.args[i]...)...)
-	if err != nil {
-		return err
+// roles are the processes of a seat.
+func (g *prodRig) roles() []string {
+	if g.community {
+		return []string{"snapshot-controller", "csi-snapshotter"}
 	}
-	t.Cleanup(func() { c.Proc.Stop(10 * time.Second) })
+	return []string{"controller"}
+}
+
+// leArgs are the chart's leader election in the seat's namespace.
+func (g *prodRig) leArgs() []string {
+	return []string{"--leader-election=true", "--leader-election-namespace=" + g.s.NS,
+		"--leader-election-lease-duration=" + chartLeaseDuration.String(),
+		"--leader-election-renew-deadline=" + chartRenewDeadline.String(),
+		"--leader-election-retry-period=" + chartRetryPeriod.String()}
+}
+
+// start starts process role (an index of roles) of seat i and records the
+// seat's Lease identities.
+func (g *prodRig) start(t *testing.T, i, role int) error {
+	dir := g.s.Env.TempDir(t, fmt.Sprintf("seat-%d", i))
+	var c *framework.Component
 	var ids []string
-	for _, l := range g.leases {
-		id, err := identityIn(c, l, 20*time.Second)
+	if g.community {
+		host := fmt.Sprintf("community-seat-%d", i)
+		args := append([]string{"--kubeconfig=" + g.kc[i], "-v=3", "--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}, g.leArgs()...)
+		if g.groups {
+			args = append(args, groupArgs...)
+		}
+		name := g.roles()[role]
+		var drv *framework.CSIDriver
+		if name == "csi-snapshotter" {
+			args, drv = append(args, "--csi-address="+g.csi[i].Addr(), "--timeout=10s"), g.s.Drv
+		}
+		p, err := g.s.Env.LaunchCommunityAs(dir, name, host, args, nil, drv)
 		if err != nil {
 			return err
 		}
-		ids = append(ids, id)
+		c = &framework.Component{Name: name + "-seat-" + fmt.Sprint(i), Proc: p}
+		ids = []string{host, host}
+	} else {
+		args := append(slices.Clone(g.s.Args), g.leArgs()...)
+		args = append(args, "-v=2", "--retry-interval-max=2s", "--kubeconfig="+g.kc[i], "--csi-address="+g.csi[i].Addr())
+		var err error
+		c, err = g.s.Env.StartComponent(dir, fmt.Sprintf("controller-seat-%d", i), "./cmd/controller", args...)
+		if err != nil {
+			return err
+		}
+		for _, l := range g.leases {
+			id, err := identityIn(c, l, 20*time.Second)
+			if err != nil {
+				c.Proc.Stop(5 * time.Second)
+				return err
+			}
+			ids = append(ids, id)
+		}
 	}
 	g.w.addController(c)
 	g.mu.Lock()
-	g.procs[i], g.ids[i] = c, ids
+	g.procs[i][role], g.ids[i] = c, ids
 	g.mu.Unlock()
 	return nil
 }
 
-// supervise starts again, in its seat, every replica that exited.
+// supervise starts again, in its seat, every process that exited.
 func (g *prodRig) supervise(ctx context.Context, t *testing.T) {
 	for ctx.Err() == nil {
 		for i := range seats {
-			g.mu.Lock()
-			c := g.procs[i]
-			g.mu.Unlock()
-			if c == nil || !c.Proc.Exited() || ctx.Err() != nil {
-				continue
+			for role := range g.roles() {
+				g.mu.Lock()
+				c := g.procs[i][role]
+				g.mu.Unlock()
+				if c == nil || !c.Proc.Exited() || ctx.Err() != nil {
+					continue
+				}
+				g.rec.add("restart", fmt.Sprintf("seat %d %s exited (%s); started again", i, g.roles()[role], lastLine(c.Proc.Tail(400))))
+				if err := g.start(t, i, role); err != nil {
+					g.rec.add("restart", fmt.Sprintf("seat %d %s: %v", i, g.roles()[role], err))
+					continue
+				}
+				g.mu.Lock()
+				g.restarts++
+				g.mu.Unlock()
 			}
-			g.rec.add("restart", fmt.Sprintf("seat %d exited (%s); started again", i, lastLine(c.Proc.Tail(400))))
-			if err := g.startSeat(t, i); err != nil {
-				g.rec.add("restart", fmt.Sprintf("seat %d: %v", i, err))
-				continue
-			}
-			g.mu.Lock()
-			g.restarts++
-			g.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():

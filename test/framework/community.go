@@ -16,6 +16,15 @@ import (
 // after), then gives the informers a moment to list. The caller stops the
 // process.
 func (e *Env) LaunchCommunity(dir, name string, args, envs []string, drv *CSIDriver) (*Process, error) {
+	return e.LaunchCommunityAs(dir, name, "", args, envs, drv)
+}
+
+// LaunchCommunityAs is LaunchCommunity in a UTS namespace of its own whose
+// host name is host (when not ""): the community binaries take their
+// leader-election identity from the host name, so two replicas on one
+// machine need two names (as two pods have). It needs unshare(1) and the
+// privilege to use it.
+func (e *Env) LaunchCommunityAs(dir, name, host string, args, envs []string, drv *CSIDriver) (*Process, error) {
 	bin, err := Tool(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w (make %s)", err, filepath.Join("bin", name))
@@ -33,7 +42,12 @@ func (e *Env) LaunchCommunity(dir, name string, args, envs []string, drv *CSIDri
 		since = log.Last
 	}
 	full := append([]string{"--kubeconfig=" + e.Kubeconfig, "--http-endpoint=" + addr}, args...)
-	p, err := StartProcess(dir, "community-"+name, bin, full, envs...)
+	logName := "community-" + name
+	if host != "" {
+		full = append([]string{"-u", "sh", "-c", `hostname "$0" && exec "$@"`, host, bin}, full...)
+		bin, logName = "unshare", logName+"-"+host
+	}
+	p, err := StartProcess(dir, logName, bin, full, envs...)
 	if err != nil {
 		return nil, err
 	}
