@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +85,7 @@ func TestAPIServerRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		ready := time.Since(killed)
-		expired := watchExpired(ctx, s, oldRV)
+		expired := watchExpired(ctx, s.Env.Snap, s.NS, oldRV)
 		judge := webhookJudges(t, s, 30*time.Second)
 		// Up to a minute and a half: client-go's reflectors back off up to
 		// 30 s with as much jitter again, restarts within 2 minutes keep
@@ -110,12 +111,12 @@ func TestAPIServerRestarts(t *testing.T) {
 	t.Logf("down %v; API server ready after kill %v; webhook judging after ready %v; new snapshot ready after ready %v", downs, readies, judges, recoveries)
 }
 
-// watchExpired opens a watch of the scenario's snapshots from rv and
-// returns what the API server answers first.
-func watchExpired(ctx context.Context, s *framework.Scenario, rv string) string {
+// watchExpired opens a watch of namespace ns's snapshots from rv through
+// snap and returns what the API server answers first.
+func watchExpired(ctx context.Context, snap snapclient.Interface, ns, rv string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	wi, err := s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	wi, err := snap.SnapshotV1().VolumeSnapshots(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
 		return "refused: " + err.Error()
 	}

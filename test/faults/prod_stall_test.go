@@ -65,6 +65,7 @@ func TestProdLeaderStall(t *testing.T) {
 		}
 		g.rec.add("workload", fmt.Sprintf("%d operations done", wl.ops()))
 		g.w.checkInvariants(t, 2*time.Minute)
+		g.recordRepeats(t)
 		for _, w := range windows {
 			g.checkNoLateWrites(t, w.seat, w.from, w.until)
 		}

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -412,4 +414,44 @@ func (g *prodRig) workload(creates, deletes, claims int, spread time.Duration) *
 	wl := &workload{Creates: creates, Deletes: deletes, Claims: claims, Create: g.patientCreate, Remove: g.patientRemove}
 	wl.Pause = spread / time.Duration(wl.ops())
 	return wl
+}
+
+// serverClient is an admin client of API server i, bypassing the proxies.
+func (g *prodRig) serverClient(t *testing.T, i int) snapclient.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(g.s.Env.Config)
+	cfg.Host = g.s.Env.APIServers()[i].URL
+	c, err := snapclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// recordRepeats records how many snapshot names the driver answered
+// CreateSnapshot OK for more than once, and how many snapshot ids it
+// answered DeleteSnapshot OK for more than once (idempotent repeats, the
+// same id each time: checkNoDoubleCut fails the test on a second id).
+func (g *prodRig) recordRepeats(t *testing.T) {
+	t.Helper()
+	creates, deletes := map[string]int{}, map[string]int{}
+	for _, e := range g.s.Drv.CallLog(t, 0).Entries {
+		switch {
+		case e.Code != "OK":
+		case e.Method == "CreateSnapshot":
+			creates[e.Name]++
+		case e.Method == "DeleteSnapshot":
+			deletes[e.SnapshotID]++
+		}
+	}
+	more := func(m map[string]int) (n int) {
+		for _, c := range m {
+			if c > 1 {
+				n++
+			}
+		}
+		return n
+	}
+	g.rec.add("verdict", fmt.Sprintf("CreateSnapshot answered OK more than once for %d of %d names, DeleteSnapshot for %d of %d ids",
+		more(creates), len(creates), more(deletes), len(deletes)))
 }
