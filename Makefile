@@ -13,6 +13,9 @@ VERSION      ?= $(shell hack/version.sh)
 REVISION     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS      := -X github.com/snapkeeper/snapkeeper/pkg/version.Version=$(VERSION) -X github.com/snapkeeper/snapkeeper/pkg/version.Revision=$(REVISION)
 TEST_TIMEOUT ?= 45m
+# The full fault suite runs over an hour (the production-plane scenarios
+# alone about 45 minutes, TestProdTwoFaults 30 of them).
+FAULTS_TIMEOUT ?= 150m
 BENCH_N      ?= 500
 
 KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/etcd
@@ -116,7 +119,7 @@ e2e: tools $(PEERS)
 # The fault-injection suite at full size (docs/faults.md); FAULT_SEED=<n>
 # replays a run, FAULTS_ARGS adds `go test` flags, e.g. -run.
 test-faults: tools
-	SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_FAULTS=full $(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -v -timeout $(TEST_TIMEOUT) $(FAULTS_ARGS) ./test/faults
+	SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_FAULTS=full $(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -v -timeout $(FAULTS_TIMEOUT) $(FAULTS_ARGS) ./test/faults
 
 # The upgrade from the previous release (hack/previous-release) to this
 # tree, alone (`make e2e` runs it too, skipping it in a clone without the
