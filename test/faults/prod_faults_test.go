@@ -305,10 +305,10 @@ func TestProdGroupFaults(t *testing.T) {
 		apps := gl.claims(t, rng, 3)
 		wl := gl.workload(creates, deletes)
 		wl.Create = func(ctx context.Context, name, app string) error {
-			return patiently(ctx, func(ctx context.Context) error { return gl.patientCreate(ctx, name, app) })
+			return g.recordOp(ctx, "create group "+name+" of "+app, func(ctx context.Context) error { return gl.patientCreate(ctx, name, app) })
 		}
 		wl.Remove = func(ctx context.Context, name string) error {
-			return patiently(ctx, func(ctx context.Context) error { return gl.remove(ctx, name) })
+			return g.recordOp(ctx, "delete group "+name, func(ctx context.Context) error { return gl.remove(ctx, name) })
 		}
 		wl.Pause = 60 * time.Second / time.Duration(wl.ops())
 		injectDuring(t, rng, g, wl, slices.Sorted(maps.Keys(apps)),

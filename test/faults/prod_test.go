@@ -32,10 +32,11 @@ import (
 // replicas are ours (one controller process per seat) or the community's
 // (snapshot-controller and csi-snapshotter per seat, at our client limits).
 // A process that exits (both pairs exit when they lose a Lease) is started
-// again in its seat, as its pod would be. Every fault injected and every
-// verdict is written to the scenario's record (record.jsonl next to the
-// logs); the invariants are checked from the world's operations, the API
-// servers' audit logs and the driver's call log.
+// again in its seat, as its pod would be. Every fault injected, every
+// operation of the workload (with its outcome and attempts), every restart
+// and every verdict is written to the scenario's record (record.jsonl next
+// to the logs); the invariants are checked from the world's operations,
+// the API servers' audit logs and the driver's call log.
 type prodRig struct {
 	s         *framework.Scenario
 	w         *world
@@ -330,11 +331,16 @@ func newRecord(t *testing.T, dir string) *record {
 }
 
 func (r *record) add(kind, detail string) {
+	r.write(kind, detail)
+	r.t.Logf("%s: %s", kind, detail)
+}
+
+// write adds a line to the record only (operations: too many to log).
+func (r *record) write(kind, detail string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b, _ := json.Marshal(map[string]string{"time": time.Now().Format(time.RFC3339Nano), "kind": kind, "detail": detail})
 	r.f.Write(append(b, '\n'))
-	r.t.Logf("%s: %s", kind, detail)
 }
 
 // checkNoLateWrites fails the test for every write to the snapshot APIs
@@ -371,7 +377,7 @@ func (g *prodRig) checkNoLateWrites(t *testing.T, seat int, from, until time.Tim
 // it succeeds or two minutes pass. A create answered with an error may
 // still have been stored; AlreadyExists on a retry counts as done.
 func (g *prodRig) patientCreate(ctx context.Context, name, pvc string) error {
-	return patiently(ctx, func(ctx context.Context) error {
+	return g.recordOp(ctx, "create "+name+" of "+pvc, func(ctx context.Context) error {
 		err := g.w.create(ctx, name, pvc)
 		if !apierrors.IsAlreadyExists(err) {
 			return err
@@ -389,7 +395,21 @@ func (g *prodRig) patientCreate(ctx context.Context, name, pvc string) error {
 
 // patientRemove is world.remove retried as patientCreate.
 func (g *prodRig) patientRemove(ctx context.Context, name string) error {
-	return patiently(ctx, func(ctx context.Context) error { return g.w.remove(ctx, name) })
+	return g.recordOp(ctx, "delete "+name, func(ctx context.Context) error { return g.w.remove(ctx, name) })
+}
+
+// recordOp runs op patiently and writes it with its outcome and attempts
+// to the record.
+func (g *prodRig) recordOp(ctx context.Context, what string, op func(context.Context) error) error {
+	attempts := 0
+	start := time.Now()
+	err := patiently(ctx, func(ctx context.Context) error { attempts++; return op(ctx) })
+	outcome := "ok"
+	if err != nil {
+		outcome = err.Error()
+	}
+	g.rec.write("op", fmt.Sprintf("%s: %s after %d attempts in %v", what, outcome, attempts, time.Since(start).Round(time.Millisecond)))
+	return err
 }
 
 func patiently(ctx context.Context, op func(context.Context) error) error {
