@@ -244,30 +244,48 @@ func TestProdDriverFaults(t *testing.T) {
 }
 
 // TestProdTwoFaults draws two faults at a time from the catalogue and lets
-// them overlap, round after round, while a workload runs. Short: 2 rounds;
-// full (make test-faults): rounds for at least 30 minutes, 3,150
-// operations spread over them.
+// them overlap, round after round, while a workload runs. Short: 2 rounds,
+// one stream of 42 operations; full (make test-faults): rounds for at least
+// 30 minutes while 4 streams issue 3,400 operations.
 func TestProdTwoFaults(t *testing.T) {
 	eachPair(t, func(t *testing.T, pair string) {
 		rng := newRand(t)
-		rounds, n, span := 2, 20, time.Minute
+		rounds, n, streams, span := 2, 20, 1, time.Minute
 		if runSizes().full {
-			rounds, n, span = 0, 1500, 30*time.Minute
+			rounds, n, streams, span = 0, 400, 4, 30*time.Minute
 		}
 		g := newProdRig(t, rng, pair, prodSlowDriver)
-		wl := g.workload(n+n/10, n, 6, span)
-		claims := wl.claims(t, g.s)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		var wls []*workload
+		var claims []string
+		var done []<-chan error
+		for i := range streams {
+			wl := g.workload(n+n/10, n, 6, span)
+			wl.Name = fmt.Sprintf("s%d-snap-%%04d", i)
+			if i == 0 {
+				claims = wl.claims(t, g.s)
+			}
+			wls = append(wls, wl)
+		}
 		begin := time.Now()
-		loadDone := wl.start(ctx, g.w, child(rng), claims)
+		for _, wl := range wls {
+			done = append(done, wl.start(ctx, g.w, child(rng), claims))
+		}
+		progress := func() (d, all int64) {
+			for _, wl := range wls {
+				d, all = d+wl.done.Load(), all+int64(wl.ops())
+			}
+			return d, all
+		}
 		for r := 0; (rounds > 0 && r < rounds) || (rounds == 0 && time.Since(begin) < span); r++ {
 			a := prodFaults[rng.IntN(len(prodFaults))]
 			b := prodFaults[rng.IntN(len(prodFaults))]
 			for b.name == a.name {
 				b = prodFaults[rng.IntN(len(prodFaults))]
 			}
-			g.rec.add("step", fmt.Sprintf("round %d at %d/%d operations: %s, then %s", r+1, wl.done.Load(), wl.ops(), a.name, b.name))
+			d, all := progress()
+			g.rec.add("step", fmt.Sprintf("round %d at %d/%d operations: %s, then %s", r+1, d, all, a.name, b.name))
 			healA := a.inject(t, g, rng)
 			time.Sleep(time.Duration(2+rng.IntN(6)) * time.Second)
 			healB := b.inject(t, g, rng)
@@ -277,10 +295,13 @@ func TestProdTwoFaults(t *testing.T) {
 			healB()
 			time.Sleep(time.Duration(3+rng.IntN(5)) * time.Second)
 		}
-		if err := <-loadDone; err != nil {
-			t.Fatalf("workload: %v", err)
+		for _, c := range done {
+			if err := <-c; err != nil {
+				t.Fatalf("workload: %v", err)
+			}
 		}
-		g.rec.add("workload", fmt.Sprintf("%d operations done in %v", wl.ops(), time.Since(begin).Round(time.Second)))
+		_, all := progress()
+		g.rec.add("workload", fmt.Sprintf("%d operations done in %v", all, time.Since(begin).Round(time.Second)))
 		if _, err := g.s.Env.EtcdLeader(context.Background()); err != nil {
 			t.Fatalf("etcd: %v", err)
 		}
