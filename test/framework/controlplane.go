@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -36,6 +37,8 @@ type ControlPlane struct {
 	// and API servers (prodplane.go); etcd and apiserver are their first.
 	members []*EtcdMember
 	servers []*APIServer
+	cutMu   sync.Mutex
+	cuts    map[string]int // members cut from the others, by name (CutEtcd)
 }
 
 // ControlPlaneOptions change the control plane from the test defaults (fast,

@@ -19,7 +19,7 @@ import (
 // Every member advertises its peer URL through a fault proxy of the test,
 // which labels each connection with the member that opened it (rafthttp's
 // X-Server-From header), so a member can be cut from the others in both
-// directions while it runs (PartitionEtcd) and quorum lost on demand. The
+// directions while it runs (CutEtcd) and quorum lost on demand. The
 // API servers share tokens and the service-account key; the test puts its
 // own fault proxies between each controller replica and its API server.
 
@@ -222,36 +222,58 @@ func (cp *ControlPlane) EtcdLeader(ctx context.Context) (*EtcdMember, error) {
 	return leader, err
 }
 
-// PartitionEtcd cuts each named member from every other member in both
-// directions (its processes keep running and keep serving their clients
-// what they can without quorum): raft traffic towards it stalls in its
-// peer proxy, raft traffic from it stalls in the others'. Stalled bytes are
-// delivered once HealEtcd (or another PartitionEtcd) lifts the cut, as TCP
-// delivers them after a partition. No names heals everything.
-func (cp *ControlPlane) PartitionEtcd(names ...string) error {
-	cut := map[string]bool{}
-	var ids []string
+// CutEtcd cuts each named member from every other member in both
+// directions (its process keeps running and keeps serving its clients what
+// it can without quorum): raft traffic towards it stalls in its peer
+// proxy, raft traffic from it stalls in the others'. Cuts add up (two cuts
+// of one member each lose quorum; a member cut twice stays cut until both
+// are healed). The returned func heals this cut; stalled bytes are then
+// delivered, as TCP delivers them after a partition.
+func (cp *ControlPlane) CutEtcd(names ...string) (heal func(), err error) {
 	for _, n := range names {
-		m := cp.member(n)
-		if m == nil {
-			return fmt.Errorf("no etcd member %q", n)
+		if cp.member(n) == nil {
+			return nil, fmt.Errorf("no etcd member %q", n)
 		}
-		cut[n] = true
-		ids = append(ids, m.ID)
+	}
+	cp.cutMu.Lock()
+	defer cp.cutMu.Unlock()
+	if cp.cuts == nil {
+		cp.cuts = map[string]int{}
+	}
+	for _, n := range names {
+		cp.cuts[n]++
+	}
+	cp.applyCuts()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cp.cutMu.Lock()
+			defer cp.cutMu.Unlock()
+			for _, n := range names {
+				cp.cuts[n]--
+			}
+			cp.applyCuts()
+		})
+	}, nil
+}
+
+// applyCuts sets every peer proxy from cp.cuts (cutMu held).
+func (cp *ControlPlane) applyCuts() {
+	var ids []string
+	for _, m := range cp.members {
+		if cp.cuts[m.Name] > 0 {
+			ids = append(ids, m.ID)
+		}
 	}
 	sort.Strings(ids)
 	for _, m := range cp.members {
-		if cut[m.Name] {
+		if cp.cuts[m.Name] > 0 {
 			m.Peer.Set(faultproxy.Faults{Stall: true})
 		} else {
 			m.Peer.Set(faultproxy.Faults{StallLabels: ids})
 		}
 	}
-	return nil
 }
-
-// HealEtcd lifts every cut between members.
-func (cp *ControlPlane) HealEtcd() { _ = cp.PartitionEtcd() }
 
 func (cp *ControlPlane) member(name string) *EtcdMember {
 	for _, m := range cp.members {
