@@ -372,9 +372,10 @@ func (g *prodRig) checkNoLateWrites(t *testing.T, seat int, from, until time.Tim
 	}
 }
 
-// patientCreate is world.create retried, as a user re-applying would,
-// while the plane refuses writes (no quorum, an API server cut off): until
-// it succeeds or two minutes pass. A create answered with an error may
+// patientCreate is world.create retried, as a user or a GitOps tool
+// re-applying would, while the plane refuses writes (no quorum, an API
+// server cut off): until it succeeds or ten minutes pass (overlapping
+// quorum losses have kept an API server from writing for over two). A create answered with an error may
 // still have been stored; AlreadyExists on a retry counts as done.
 func (g *prodRig) patientCreate(ctx context.Context, name, pvc string) error {
 	return g.recordOp(ctx, "create "+name+" of "+pvc, func(ctx context.Context) error {
@@ -413,7 +414,7 @@ func (g *prodRig) recordOp(ctx context.Context, what string, op func(context.Con
 }
 
 func patiently(ctx context.Context, op func(context.Context) error) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		err := op(octx)
