@@ -107,8 +107,18 @@ var waitingLine = regexp.MustCompile(`Waiting for leadership.*lease="[^"]*/([^"]
 // from its log.
 func identityOf(t *testing.T, c *framework.Component, name string) string {
 	t.Helper()
+	id, err := identityIn(c, name, 20*time.Second)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return id
+}
+
+// identityIn is identityOf for callers without a test (the production
+// rig's supervisor).
+func identityIn(c *framework.Component, name string, timeout time.Duration) (string, error) {
 	var id string
-	framework.Eventually(t, 20*time.Second, c.Name+" logging its identity", func() (bool, error) {
+	err := framework.Poll(timeout, c.Name+" logging its identity", func() (bool, error) {
 		b, err := os.ReadFile(c.Proc.LogPath)
 		if err != nil {
 			return false, err
@@ -121,7 +131,7 @@ func identityOf(t *testing.T, c *framework.Component, name string) string {
 		}
 		return false, fmt.Errorf("no \"Waiting for leadership\" line for %s", name)
 	})
-	return id
+	return id, err
 }
 
 // holders returns the holder identities of the Leases in the scenario's

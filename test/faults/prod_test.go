@@ -283,25 +283,6 @@ func (g *prodRig) fault(what string, p *faultproxy.Proxy, f faultproxy.Faults) {
 	g.rec.add("fault", fmt.Sprintf("%s: %+v", what, f))
 }
 
-// identityIn reads the holder identity controller c uses for Lease name
-// from its log.
-func identityIn(c *framework.Component, name string, timeout time.Duration) (string, error) {
-	var id string
-	err := framework.Poll(timeout, c.Name+" logging its identity", func() (bool, error) {
-		b, err := os.ReadFile(c.Proc.LogPath)
-		if err != nil {
-			return false, err
-		}
-		for _, m := range waitingLine.FindAllStringSubmatch(string(b), -1) {
-			if m[1] == name {
-				id = m[2]
-			}
-		}
-		return id != "", nil
-	})
-	return id, err
-}
-
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
