@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +15,11 @@ import (
 )
 
 func (o *Options) backoff() workloop.Backoff {
-	return workloop.Backoff{Start: o.RetryStart, Max: o.RetryMax}
+	b := workloop.Backoff{Start: o.RetryStart, Max: o.RetryMax}
+	if retryBackoff != nil {
+		b.Waited = func(loop string, d time.Duration) { retryBackoff.WithLabelValues(loop).Observe(d.Seconds()) }
+	}
+	return b
 }
 
 // runBinder runs the cluster-wide binder under the snapshot-controller Lease.

@@ -17,6 +17,10 @@ import (
 
 var registerOnce sync.Once
 
+// retryBackoff is snapkeeper_retry_backoff_seconds, set by
+// registerClientMetrics: the backoffs of failed syncs, by loop.
+var retryBackoff *prometheus.HistogramVec
+
 // registerClientMetrics exposes client-go's request and workqueue metrics.
 // client-go accepts one registration per process.
 func registerClientMetrics(reg prometheus.Registerer) {
@@ -30,10 +34,21 @@ func registerClientMetrics(reg prometheus.Registerer) {
 			Name: "rest_client_requests_total",
 			Help: "Requests by status code, method and host.",
 		}, []string{"code", "method", "host"})
-		reg.MustRegister(latency, results)
+		throttled := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rest_client_rate_limiter_duration_seconds",
+			Help:    "Time requests waited for the client-side rate limiter (--kube-api-qps, --kube-api-burst), by verb and host.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"verb", "host"})
+		retryBackoff = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "snapkeeper_retry_backoff_seconds",
+			Help:    "Backoff a key is put off by after its sync failed, by work loop (the time lost to retries).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 16),
+		}, []string{"loop"})
+		reg.MustRegister(latency, results, throttled, retryBackoff)
 		clientmetrics.Register(clientmetrics.RegisterOpts{
-			RequestLatency: latencyAdapter{latency},
-			RequestResult:  resultAdapter{results},
+			RequestLatency:     latencyAdapter{latency},
+			RateLimiterLatency: latencyAdapter{throttled},
+			RequestResult:      resultAdapter{results},
 		})
 		workqueue.SetProvider(newQueueMetrics(reg))
 		leaderelection.SetProvider(newLeaderMetrics(reg))

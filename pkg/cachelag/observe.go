@@ -27,13 +27,19 @@ func (t *Tracker) Observe(obj metav1.Object) {
 		f.seen = append(f.seen, rv)
 		f.deleting = f.deleting || obj.GetDeletionTimestamp() != nil
 	}
+	caught := e.created != nil
 	t.forgetCreated(e)
 	if obj.GetDeletionTimestamp() != nil {
+		caught = caught || e.deleteSent
 		e.deleteSent = false
 	}
 	if !e.gone && !slices.Contains(e.replaced, rv) {
 		// The cache caught up with our writes.
+		caught = caught || e.latest != ""
 		e.replaced, e.latest = nil, ""
+	}
+	if caught {
+		t.sawWrite(e)
 	}
 	t.dropIfEmpty(uid, e)
 }
@@ -48,6 +54,9 @@ func (t *Tracker) Deleted(obj metav1.Object) {
 	if e == nil {
 		t.seenWhileCreating(obj)
 		return
+	}
+	if e.gone || e.created != nil {
+		t.sawWrite(e) // our last finalizer's removal (or our create)
 	}
 	t.forgetCreated(e)
 	if f := e.flight; f != nil {
@@ -82,6 +91,9 @@ func (t *Tracker) Stale(obj metav1.Object) bool {
 	}
 	if e.gone || slices.Contains(e.replaced, obj.GetResourceVersion()) {
 		return true
+	}
+	if e.latest != "" {
+		t.sawWrite(e) // the cache shows our write before its event was handled
 	}
 	e.replaced, e.latest = nil, ""
 	t.dropIfEmpty(uid, e)

@@ -59,6 +59,24 @@ type Tracker struct {
 	creating map[key]*createWindow
 	// now is the clock of the created objects' expiry (tests replace it).
 	now func() time.Time
+	// caughtUp, when set, is told how long the cache took to show one of
+	// our writes (SetCaughtUp).
+	caughtUp func(time.Duration)
+}
+
+// SetCaughtUp sets f to be told, each time the informer shows one of our
+// writes that was answered before its event came, how long after the answer
+// that was: the watch round trip a sync waiting for its own write pays.
+// Call it before the Tracker is used; f runs under the Tracker's lock and
+// must be quick (a histogram's Observe).
+func (t *Tracker) SetCaughtUp(f func(time.Duration)) { t.caughtUp = f }
+
+// sawWrite reports the delay from e's last answered write to now, when the
+// cache just showed it.
+func (t *Tracker) sawWrite(e *entry) {
+	if t.caughtUp != nil && !e.written.IsZero() {
+		t.caughtUp(t.now().Sub(e.written))
+	}
 }
 
 // MarkTTL is how long what our writes did to an object (a create, a delete,

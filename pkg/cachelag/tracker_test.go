@@ -259,3 +259,37 @@ func TestUntrackedWithoutUID(t *testing.T) {
 		t.Error("an object without UID was tracked")
 	}
 }
+
+func TestCaughtUpDelay(t *testing.T) {
+	tr := New()
+	now := time.Unix(1000, 0)
+	tr.now = func() time.Time { return now }
+	var got []time.Duration
+	tr.SetCaughtUp(func(d time.Duration) { got = append(got, d) })
+	obj := &metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "1"}
+	tr.Begin(Update, obj).Done(&metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "2"}, nil)
+	now = now.Add(40 * time.Millisecond)
+	tr.Observe(&metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "1"}) // older copy: not yet
+	if len(got) != 0 {
+		t.Fatalf("reported %v for a copy older than the write", got)
+	}
+	now = now.Add(10 * time.Millisecond)
+	tr.Observe(&metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "2"})
+	if len(got) != 1 || got[0] != 50*time.Millisecond {
+		t.Fatalf("got %v, want one delay of 50ms", got)
+	}
+	// An event faster than the answer is no wait.
+	w := tr.Begin(Update, &metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "2"})
+	tr.Observe(&metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "3"})
+	w.Done(&metav1.ObjectMeta{Name: "c", UID: "u1", ResourceVersion: "3"}, nil)
+	if len(got) != 1 {
+		t.Fatalf("got %v after an event that beat the answer, want no new delay", got)
+	}
+	// A create is seen when the cache first has the object.
+	tr.Begin(Create, &metav1.ObjectMeta{Name: "d"}).Done(&metav1.ObjectMeta{Name: "d", UID: "u2", ResourceVersion: "5"}, nil)
+	now = now.Add(7 * time.Millisecond)
+	tr.Observe(&metav1.ObjectMeta{Name: "d", UID: "u2", ResourceVersion: "5"})
+	if len(got) != 2 || got[1] != 7*time.Millisecond {
+		t.Fatalf("got %v, want the create seen after 7ms", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +31,13 @@ func New(kube kubernetes.Interface, snap snapclient.Interface, reg prometheus.Re
 		Help: "API writes sent by the controller, by resource, verb and result.",
 	}, []string{"resource", "verb", "result"})}
 	if reg != nil {
-		reg.MustRegister(w.writes)
+		delay := prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "snapkeeper_watch_delay_seconds",
+			Help:    "Time from the API server's answer to one of the component's writes until its informer cache showed the write.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		})
+		w.lag.SetCaughtUp(func(d time.Duration) { delay.Observe(d.Seconds()) })
+		reg.MustRegister(w.writes, delay)
 	}
 	return w
 }

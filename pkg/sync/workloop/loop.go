@@ -28,13 +28,18 @@ type SyncFunc func(ctx context.Context, key string) (Result, error)
 // Backoff is the per-item retry backoff of a loop.
 type Backoff struct {
 	Start, Max time.Duration
+	// Waited, when set, is told each backoff a failed sync's key is put
+	// off by, with the loop's name (a metric of time lost to retries).
+	Waited func(loop string, d time.Duration)
 }
 
 // Loop is a named queue with workers.
 type Loop struct {
-	Name  string
-	queue workqueue.TypedRateLimitingInterface[string]
-	sync  SyncFunc
+	Name   string
+	queue  workqueue.TypedRateLimitingInterface[string]
+	rl     workqueue.TypedRateLimiter[string]
+	sync   SyncFunc
+	waited func(loop string, d time.Duration)
 }
 
 // NewLoop makes a loop; the queue's metrics carry its name.
@@ -50,7 +55,9 @@ func NewLoop(name string, b Backoff, sync SyncFunc) *Loop {
 		Name: name,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
-		sync: sync,
+		rl:     rl,
+		sync:   sync,
+		waited: b.Waited,
 	}
 }
 
@@ -86,8 +93,13 @@ func (l *Loop) next(ctx context.Context) bool {
 	res, err := l.safeSync(ctx, key)
 	switch {
 	case err != nil:
-		klog.FromContext(ctx).V(2).Info("Sync failed, will retry", "key", key, "err", err)
-		l.queue.AddRateLimited(key)
+		// What AddRateLimited does, with the backoff at hand.
+		d := l.rl.When(key)
+		klog.FromContext(ctx).V(2).Info("Sync failed, will retry", "key", key, "err", err, "after", d)
+		if l.waited != nil {
+			l.waited(l.Name, d)
+		}
+		l.queue.AddAfter(key, d)
 	case res.RequeueAfter > 0:
 		l.queue.Forget(key)
 		l.queue.AddAfter(key, res.RequeueAfter)
