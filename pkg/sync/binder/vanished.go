@@ -76,13 +76,33 @@ func (s *vanishedSet) has(uid types.UID) bool {
 // vanished unreleased is remembered and its content queued.
 func (c *Controller) onSnapshotGone(obj any) {
 	vs, ok := obj.(*snapv1.VolumeSnapshot)
-	if !ok || !Vanished(vs) {
+	if !ok || !Vanished(vs) || c.released(vs) {
 		return
 	}
 	c.vanished.add(vs.UID, time.Now())
 	klog.Background().WithName("binder").Info("A VolumeSnapshot vanished while it held our finalizers (a delete raced the finalizers' write); its content is torn down as if the snapshot had been deleted",
 		"snapshot", objKey(vs.Namespace, vs.Name), "uid", vs.UID, "content", contentNameOf(vs))
 	c.contentLoop.Add(contentNameOf(vs))
+}
+
+// released reports whether a deleted snapshot that still shows our
+// finalizers was in fact released after its content was settled: when the
+// last finalizer goes from an object being deleted, kube-apiserver deletes
+// the object as last stored, so the delete event of every snapshot the
+// binder released shows our finalizers and its deletionTimestamp. Its
+// content is gone, being deleted or no longer held (Retain) by then; a
+// content still held means someone else removed our finalizers, and the
+// content is torn down as a vanished snapshot's.
+func (c *Controller) released(vs *snapv1.VolumeSnapshot) bool {
+	if vs.DeletionTimestamp == nil {
+		return false
+	}
+	content, err := c.contents.Get(contentNameOf(vs))
+	if err != nil {
+		return true
+	}
+	return content.DeletionTimestamp != nil || !snapshot.HasFinalizer(content, snapshot.FinalizerContentBound) ||
+		content.Spec.VolumeSnapshotRef.UID != vs.UID
 }
 
 // orphaned tears down the content of a vanished snapshot, as deleting does

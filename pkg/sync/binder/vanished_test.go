@@ -119,3 +119,40 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReleasedSnapshotIsNotVanished: the delete event of a snapshot the
+// binder released carries its last stored state (our finalizers and its
+// deletionTimestamp); with its content gone or let go, that is no vanish,
+// while a content still held is torn down as a vanished snapshot's.
+func TestReleasedSnapshotIsNotVanished(t *testing.T) {
+	ours := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound)
+	cases := map[string]struct {
+		content *snapv1.VolumeSnapshotContent // nil: gone
+		deleted bool                          // the snapshot's last state has a deletionTimestamp
+		want    bool
+	}{
+		"released: content gone":          {deleted: true, want: false},
+		"released: content let go":        {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers()), want: false},
+		"finalizers removed by someone":   {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound)), want: true},
+		"a delete raced the finalizers":   {content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound)), want: true},
+		"a delete raced, content not yet": {want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.content != nil {
+				objs = append(objs, tc.content)
+			}
+			h := newHarness(t, objs...)
+			opts := []testkit.SnapshotOption{ours, testkit.BoundTo(snapshot.ContentNameFor("uid-s1"))}
+			if tc.deleted {
+				opts = append(opts, testkit.Deleted())
+			}
+			vs := testkit.Snapshot("s1", opts...)
+			h.c.onSnapshotGone(vs)
+			if got := h.c.vanished.has(vs.UID); got != tc.want {
+				t.Fatalf("remembered as vanished = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
