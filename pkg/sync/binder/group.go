@@ -55,13 +55,7 @@ func (c *Controller) syncGroup(ctx context.Context, key string) (workloop.Result
 // groupContentOf returns the content a group is (or will be) bound to, from
 // the cache or as we created it a moment ago, or nil.
 func (c *Controller) groupContentOf(g *groupv1.VolumeGroupSnapshot) *groupv1.VolumeGroupSnapshotContent {
-	name := snapshot.GroupContentNameFor(g.UID)
-	switch {
-	case g.Spec.Source.VolumeGroupSnapshotContentName != nil:
-		name = *g.Spec.Source.VolumeGroupSnapshotContentName
-	case g.Status != nil && g.Status.BoundVolumeGroupSnapshotContentName != nil:
-		name = *g.Status.BoundVolumeGroupSnapshotContentName
-	}
+	name := c.groupContentName(g)
 	if content, err := c.groupContents.Get(name); err == nil {
 		return content
 	}
@@ -69,6 +63,17 @@ func (c *Controller) groupContentOf(g *groupv1.VolumeGroupSnapshot) *groupv1.Vol
 		return content
 	}
 	return nil
+}
+
+// groupContentName names the content a group is (or will be) bound to.
+func (c *Controller) groupContentName(g *groupv1.VolumeGroupSnapshot) string {
+	switch {
+	case g.Spec.Source.VolumeGroupSnapshotContentName != nil:
+		return *g.Spec.Source.VolumeGroupSnapshotContentName
+	case g.Status != nil && g.Status.BoundVolumeGroupSnapshotContentName != nil:
+		return *g.Status.BoundVolumeGroupSnapshotContentName
+	}
+	return snapshot.GroupContentNameFor(g.UID)
 }
 
 // groupDynamic cuts a group of the claims its selector chooses.

@@ -85,13 +85,28 @@ func (s *vanishedGroupSet) get(key string, now time.Time) []*groupv1.VolumeGroup
 // unreleased is remembered and its key queued.
 func (c *Controller) onGroupGone(obj any) {
 	g, ok := obj.(*groupv1.VolumeGroupSnapshot)
-	if !ok || !VanishedGroup(g) {
+	if !ok || !VanishedGroup(g) || c.groupReleased(g) {
 		return
 	}
 	c.vanishedGroups.add(g, time.Now())
 	klog.Background().WithName("binder").Info("A VolumeGroupSnapshot vanished while it held our finalizer (a delete raced the finalizer's write); its content and members are torn down as if it had been deleted",
 		"group", objKey(g.Namespace, g.Name), "uid", g.UID)
 	c.groupLoop.Add(objKey(g.Namespace, g.Name))
+}
+
+// groupReleased is released (vanished.go) for a group: the delete event of
+// a group the binder released shows our finalizer and its
+// deletionTimestamp, its content gone, being deleted or let go by then.
+func (c *Controller) groupReleased(g *groupv1.VolumeGroupSnapshot) bool {
+	if g.DeletionTimestamp == nil {
+		return false
+	}
+	content, err := c.groupContents.Get(c.groupContentName(g))
+	if err != nil {
+		return true
+	}
+	return content.DeletionTimestamp != nil || !snapshot.HasFinalizer(content, snapshot.FinalizerGroupContentBound) ||
+		content.Spec.VolumeGroupSnapshotRef.UID != g.UID
 }
 
 // cleanVanishedGroups tears down the content and members of every vanished

@@ -118,3 +118,47 @@ func TestVanishedGroupsExpire(t *testing.T) {
 		t.Errorf("get after expiry = %v", got)
 	}
 }
+
+// TestReleasedGroupIsNotVanished: a released group's delete event shows our
+// finalizer and its deletionTimestamp; with its content gone or let go that
+// is no vanish, while a content still held is torn down.
+func TestReleasedGroupIsNotVanished(t *testing.T) {
+	held := &groupv1.VolumeGroupSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: snapshot.GroupContentNameFor("uid-g"), Finalizers: []string{snapshot.FinalizerGroupContentBound}},
+		Spec: groupv1.VolumeGroupSnapshotContentSpec{
+			VolumeGroupSnapshotRef: corev1.ObjectReference{Namespace: testNS, Name: "g", UID: "uid-g"},
+			DeletionPolicy:         snapv1.VolumeSnapshotContentDelete, Driver: testDriver,
+		},
+	}
+	letGo := held.DeepCopy()
+	letGo.Finalizers = nil
+	cases := map[string]struct {
+		content *groupv1.VolumeGroupSnapshotContent
+		deleted bool
+		want    bool
+	}{
+		"released: content gone":         {deleted: true, want: false},
+		"released: content let go":       {deleted: true, content: letGo, want: false},
+		"finalizer removed by someone":   {deleted: true, content: held, want: true},
+		"a delete raced the finalizer":   {content: held, want: true},
+		"a delete raced, no content yet": {want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.content != nil {
+				objs = append(objs, tc.content.DeepCopy())
+			}
+			h := newHarnessWith(t, func(c *Config) { c.Groups = true }, objs...)
+			g := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: testNS, UID: "uid-g",
+				Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}}}
+			if tc.deleted {
+				g.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			}
+			h.c.onGroupGone(g)
+			if got := len(h.c.vanishedGroups.get(objKey(testNS, "g"), time.Now())) > 0; got != tc.want {
+				t.Fatalf("remembered as vanished = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
