@@ -79,3 +79,15 @@ func createPatch(ctx context.Context, ops, conc int, create, patch func(context.
 	})
 	return float64(2*ops) / time.Since(start).Seconds(), err
 }
+
+// ceilings measures the write ceilings of b's control plane (see
+// measureCeilings), before anything else runs on it, and logs them.
+func (b *bed) ceilings(ctx context.Context, ops, conc int) (ceilings, error) {
+	logf("[%s] write ceiling: %d ConfigMaps, then VolumeSnapshots, created+patched from %d goroutines", b.tag, ops, conc)
+	c, err := measureCeilings(ctx, b.cl, ops, conc)
+	if err != nil {
+		return c, fmt.Errorf("write ceiling: %w", err)
+	}
+	logf("[%s] ceiling %.0f writes/s (ConfigMaps), %.0f writes/s (VolumeSnapshots)", b.tag, c.ConfigMaps, c.Snapshots)
+	return c, nil
+}

@@ -29,15 +29,17 @@ const (
 )
 
 type groupOptions struct {
-	groups, size, conc int
-	quiet              time.Duration
-	keep               bool
+	groups, size, conc      int
+	ceilingOps, ceilingConc int // 0 ops: no write ceiling, no floor
+	quiet                   time.Duration
+	keep                    bool
 }
 
 // groupResult is the group scenario of one system.
 type groupResult struct {
 	System         *system
 	Groups, Size   int
+	Ceiling        ceilings // writes/s on this control plane, before the claims
 	Create, Delete phase
 	Err            error
 }
@@ -59,6 +61,11 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 	}
 	defer b.close(&err)
 	env, cl := b.env, b.cl
+	if o.ceilingOps > 0 {
+		if res.Ceiling, err = b.ceilings(ctx, o.ceilingOps, o.ceilingConc); err != nil {
+			return err
+		}
+	}
 	logf("[groups %s] binding %d labelled PVCs (%d groups of %d)", sys.ID, o.groups*o.size, o.groups, o.size)
 	if err := prepareGroups(ctx, env, o.groups, o.size); err != nil {
 		return fmt.Errorf("prepare: %w", err)
@@ -92,9 +99,14 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 	res.Create.Issued = time.Since(start)
 	var last string
 	err = pollUntil(ctx, timeout, b.exited, func() (bool, error) {
-		ready, members, err := groupsReady(ctx, env)
-		last = fmt.Sprintf("%d of %d groups and %d of %d members ready", ready, o.groups, members, o.groups*o.size)
-		return ready == o.groups && members == o.groups*o.size, err
+		ready, err := readyGroups(ctx, env)
+		last = fmt.Sprintf("%d of %d groups ready", ready, o.groups)
+		if err != nil || ready < o.groups {
+			return false, err
+		}
+		members, err := readyMembers(ctx, env)
+		last += fmt.Sprintf(", %d of %d members", members, o.groups*o.size)
+		return members == o.groups*o.size, err
 	})
 	res.Create.Duration = time.Since(start)
 	if err != nil {
@@ -179,41 +191,51 @@ func prepareGroups(ctx context.Context, env *framework.Env, groups, size int) er
 	return err
 }
 
-// lastGroupError is the first status error of a group that groupsReady
+// lastGroupError is the first status error of a group that readyGroups
 // saw in its last listing (the groups run one system at a time).
 var lastGroupError error
 
-// groupsReady counts the ready groups and the ready member snapshots (by
-// listing: reads are not what is measured).
-func groupsReady(ctx context.Context, env *framework.Env) (groups, members int, err error) {
+// readyGroups counts the ready groups (by listing: reads are not what is
+// measured, but the members are listed only once every group is ready:
+// listing a thousand snapshots every 250 ms loads the API server under
+// test).
+func readyGroups(ctx context.Context, env *framework.Env) (int, error) {
 	gl, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
+	var ready int
 	var status error // the first group error seen
 	for _, g := range gl.Items {
 		if g.Status != nil && g.Status.ReadyToUse != nil && *g.Status.ReadyToUse {
-			groups++
+			ready++
 		} else if g.Status != nil && g.Status.Error != nil && g.Status.Error.Message != nil && status == nil {
 			status = fmt.Errorf("%s: %s", g.Name, *g.Status.Error.Message)
 		}
 	}
 	lastGroupError = status
+	return ready, nil
+}
+
+// readyMembers counts the ready member snapshots.
+func readyMembers(ctx context.Context, env *framework.Env) (int, error) {
 	sl, err := env.Snap.SnapshotV1().VolumeSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
+	var ready int
 	for _, s := range sl.Items {
 		if s.Status != nil && s.Status.ReadyToUse != nil && *s.Status.ReadyToUse {
-			members++
+			ready++
 		}
 	}
-	return groups, members, nil
+	return ready, nil
 }
 
 // groupsGone reports whether every group, group content, member snapshot
 // and content, and every backend snapshot and group is gone, and what is
-// left otherwise.
+// left otherwise. The members are listed only once the groups and their
+// contents are gone (see readyGroups).
 func groupsGone(ctx context.Context, env *framework.Env, drv *framework.CSIDriver) (bool, string, error) {
 	gl, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -222,6 +244,9 @@ func groupsGone(ctx context.Context, env *framework.Env, drv *framework.CSIDrive
 	gcl, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, "", err
+	}
+	if len(gl.Items)+len(gcl.Items) > 0 {
+		return false, fmt.Sprintf("%d groups and %d group contents remain", len(gl.Items), len(gcl.Items)), nil
 	}
 	sl, err := env.Snap.SnapshotV1().VolumeSnapshots(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -76,6 +76,8 @@ type options struct {
 	coldStartM        int
 	coldStartSystems  string
 	seedConc          int
+	single            int
+	singleSystems     string
 }
 
 // planeOptions is the control plane every run starts: production-like
@@ -110,13 +112,15 @@ func main() {
 	fs.IntVar(&o.seedConc, "seed-concurrency", 128, "Goroutines seeding ready snapshots (cold start, seeded scale runs).")
 	fs.StringVar(&o.scale, "scale", "500,5000,20000", "Snapshot counts of the scale runs, comma-separated (empty skips them).")
 	fs.StringVar(&o.scaleSystems, "scale-systems", "ours,community-equal", "Systems for the scale runs.")
-	fs.IntVar(&o.scaleDynamicMax, "scale-dynamic-max", 5000, "Largest N of a scale run whose snapshots are created through the system; above it they are seeded ready and the system starts over them before the delete phase.")
-	fs.IntVar(&o.groups, "groups", 20, "Volume group snapshots in the group scenario (0 skips it).")
-	fs.IntVar(&o.groupSize, "group-size", 5, "Claims (members) per volume group snapshot.")
+	fs.IntVar(&o.scaleDynamicMax, "scale-dynamic-max", 20000, "Largest N of a scale run whose snapshots are created through the system; above it they are seeded ready and the system starts over them before the delete phase.")
+	fs.IntVar(&o.groups, "groups", 100, "Volume group snapshots in the group scenario (0 skips it).")
+	fs.IntVar(&o.groupSize, "group-size", 10, "Claims (members) per volume group snapshot.")
 	fs.StringVar(&o.groupSystems, "group-systems", "ours,community-tuned", "Systems for the group scenario.")
 	fs.BoolVar(&o.admission, "admission", true, "Measure the admission webhook's latency.")
 	fs.IntVar(&o.admissionRequests, "admission-requests", 4000, "Requests per row sent straight to the webhook.")
 	fs.IntVar(&o.admissionAPIReqs, "admission-api-requests", 1000, "Requests per row sent through the API server (dry-run creates).")
+	fs.IntVar(&o.single, "single", 50, "Snapshots taken one after the other (each created, ready, deleted, gone before the next) on an idle control plane per -single-systems, next to the latency of one API write (0 skips it).")
+	fs.StringVar(&o.singleSystems, "single-systems", "ours,community-equal", "Systems for the one-snapshot-alone stage.")
 	fs.StringVar(&o.out, "out", "", "Write the Markdown report here (rewritten after every stage); it is always printed too.")
 	fs.StringVar(&o.oursArgs, "ours-args", "", "Extra flags for snapkeeper, space-separated (experiments only: the report labels them as not the defaults).")
 	fs.BoolVar(&o.keep, "keep", false, "Keep the control planes' directories (logs) even on success.")
@@ -136,7 +140,7 @@ func run(ctx context.Context, o options, args string) int {
 		}
 	}
 	oursArgs := strings.Fields(o.oursArgs)
-	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems, o.waitingSystems} {
+	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems, o.waitingSystems, o.singleSystems} {
 		if _, err := pick(list, o.skipCommunity, oursArgs); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

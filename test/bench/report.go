@@ -18,6 +18,7 @@ type report struct {
 	cold      []*steadyResult
 	scale     []*scenarioResult
 	waiting   []*scenarioResult // the slow-driver stage (-waiting)
+	single    []*singleResult   // one snapshot alone (-single)
 	groups    []*groupResult
 	admission *admissionResult
 	tree      treeState
@@ -66,6 +67,7 @@ func (r *report) failures() []string {
 			out = append(out, fmt.Sprintf("groups %s (%d x %d): %v", g.System.ID, g.Groups, g.Size, g.Err))
 		}
 	}
+	out = append(out, r.singleFailures()...)
 	if r.admission != nil && r.admission.Err != nil {
 		out = append(out, fmt.Sprintf("admission latency: %v", r.admission.Err))
 	}
@@ -127,6 +129,7 @@ func (r *report) markdown() string {
 	r.repeatSection(&b)
 	r.scenarioSection(&b)
 	r.targetsSection(&b)
+	r.singleSection(&b)
 	r.detailSections(&b)
 	r.waitingSection(&b)
 	r.scaleSection(&b)
@@ -298,20 +301,28 @@ func ratio(a, b time.Duration) float64 {
 
 // floor is the time the API server needs to accept every write of the
 // phase at its measured ceiling; crdPriced charges writes to the snapshot
-// CRDs at the VolumeSnapshot ceiling and the rest at the ConfigMap one.
+// CRDs (isSnapshotCRD) at the VolumeSnapshot ceiling and the rest at the
+// ConfigMap one.
 func floor(ph phase, c ceilings, crdPriced bool) time.Duration {
 	if c.ConfigMaps <= 0 || c.Snapshots <= 0 {
 		return 0
 	}
 	var secs float64
 	for k, v := range ph.Codes.ByKey {
-		if crdPriced && strings.HasPrefix(k.Resource, "volumesnapshot") {
+		if crdPriced && isSnapshotCRD(k.Resource) {
 			secs += v / c.Snapshots
 		} else {
 			secs += v / c.ConfigMaps
 		}
 	}
 	return time.Duration(secs * float64(time.Second))
+}
+
+// isSnapshotCRD reports whether resource (with its subresource) belongs to
+// the snapshot CRDs: volumesnapshots, volumesnapshotcontents and, in the
+// group scenario, volumegroupsnapshots and volumegroupsnapshotcontents.
+func isSnapshotCRD(resource string) bool {
+	return strings.HasPrefix(resource, "volumesnapshot") || strings.HasPrefix(resource, "volumegroupsnapshot")
 }
 
 func joinCols[T any](xs []T, f func(T) string) string {

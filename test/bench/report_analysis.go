@@ -12,10 +12,15 @@ func (r *report) analysisSection(b *strings.Builder) {
 	p("## Analysis (generated from the figures below)")
 	p("")
 	r.scenarioAnalysis(b)
+	if line := r.dominantWait(); line != "" {
+		p("- %s", line)
+	}
+	r.singleAnalysis(p)
 	r.waitingAnalysis(p)
 	r.scaleAnalysis(p)
 	r.startAnalysis(p, r.steady, "restart over")
 	r.startAnalysis(p, r.cold, "cold start over")
+	r.groupAnalysis(p)
 	r.admissionAnalysis(p)
 	p("")
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,8 +18,9 @@ func (r *report) scaleSection(b *strings.Builder) {
 	}
 	p("## Scale: the scenario at N = %s", r.opts.scale)
 	p("")
-	p("Each run on its own fresh control plane with the mock driver at zero latency, one run per N and system (no")
-	p("ceiling measurement). Up to N = %d (`-scale-dynamic-max`) the N snapshots are created through the system, as", r.opts.scaleDynamicMax)
+	p("Each run on its own fresh control plane with the mock driver at zero latency, one run per N and system, each")
+	p("with its own write ceilings and so its own floor (÷ floor: CRD-priced, as in the scenario above). Up to N = %d", r.opts.scaleDynamicMax)
+	p("(`-scale-dynamic-max`) the N snapshots are created through the system, as")
 	p("in the scenario above; above it they are seeded directly as ready objects (see the cold start below for their")
 	p("shape) and the system starts over them (\"start to idle\" takes the place of the create phase) before the same")
 	p("delete phase. \"growth\" is the factor by which the figure grows per 10× N from the row above (×10: linear; a")
@@ -33,11 +36,11 @@ func (r *report) scaleSection(b *strings.Builder) {
 		}
 		p("### %s", rows[0].System.Label)
 		p("")
-		p("| N | path | time to all-ready or start to idle | growth | API writes/snapshot, create | events/snapshot | time to all-deleted | growth | API writes/snapshot, delete | controller CPU, create or start + delete | growth | peak RSS | growth | kube-apiserver + etcd peak RSS |")
-		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		p("| N | path | time to all-ready or start to idle | growth | ÷ floor | API writes/snapshot, create | events/snapshot | time to all-deleted | growth | ÷ floor | API writes/snapshot, delete | controller CPU, create or start + delete | growth | peak RSS | growth | kube-apiserver + etcd peak RSS |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for i, s := range rows {
 			if s.Err != nil {
-				p("| %d | %s | FAILED: %s | | | | | | | | | | | |", s.N, pathOf(s.Seeded), oneLine(s.Err.Error()))
+				p("| %d | %s | FAILED: %s | | | | | | | | | | | | | |", s.N, pathOf(s.Seeded), oneLine(s.Err.Error()))
 				continue
 			}
 			var prev *scenarioResult
@@ -56,14 +59,75 @@ func (r *report) scaleSection(b *strings.Builder) {
 			cpu := func(x *scenarioResult) float64 { return x.controllerCPU().Seconds() }
 			del := func(x *scenarioResult) float64 { return x.Delete.Duration.Seconds() }
 			rss := func(x *scenarioResult) float64 { return float64(x.PeakRSSkB) }
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %s | %s | %s | %s |", s.N, path,
-				secs(s.createTime()), growth(prev, s, create, same), per(s.Create.Writes.Total(isNotEvent), s.N),
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f s | %s | %s | %s | %s |", s.N, path,
+				secs(s.createTime()), growth(prev, s, create, same), floorRatio(s, s.Create, !s.Seeded), per(s.Create.Writes.Total(isNotEvent), s.N),
 				per(eventsCreated(s.Create)+eventsCreated(s.Delete), s.N),
-				secs(s.Delete.Duration), growth(prev, s, del, prev != nil), per(s.Delete.Writes.Total(isNotEvent), s.N),
+				secs(s.Delete.Duration), growth(prev, s, del, prev != nil), floorRatio(s, s.Delete, true), per(s.Delete.Writes.Total(isNotEvent), s.N),
 				s.controllerCPU().Seconds(), growth(prev, s, cpu, same), mib(s.PeakRSSkB), growth(prev, s, rss, prev != nil), mib(s.PlanePeakkB))
 		}
 		p("")
 	}
+	r.scaleComparison(b)
+}
+
+// scaleComparison sets each other system's times beside ours at every N
+// both ran (created through the system only).
+func (r *report) scaleComparison(b *strings.Builder) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	at := map[string]map[int]*scenarioResult{}
+	for _, s := range r.scale {
+		if s.Err != nil || s.Seeded {
+			continue
+		}
+		if at[s.System.ID] == nil {
+			at[s.System.ID] = map[int]*scenarioResult{}
+		}
+		at[s.System.ID][s.N] = s
+	}
+	ours := at[sysOurs]
+	if ours == nil {
+		return
+	}
+	var lines []string
+	for _, id := range scaleIDs(r.scale) {
+		if id == sysOurs {
+			continue
+		}
+		for _, n := range sortedNs(at[id]) {
+			o, c := ours[n], at[id][n]
+			if o == nil {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("| %s | %d | %s / %s: **%.1f×** | %s / %s: **%.1f×** |", c.System.Label, n,
+				secs(c.Create.Duration), secs(o.Create.Duration), ratio(c.Create.Duration, o.Create.Duration),
+				secs(c.Delete.Duration), secs(o.Delete.Duration), ratio(c.Delete.Duration, o.Delete.Duration)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	p("### Side by side: the other system's time ÷ ours at each N")
+	p("")
+	p("| system | N | time to all-ready, theirs / ours | time to all-deleted, theirs / ours |")
+	p("|---|---|---|---|")
+	for _, l := range lines {
+		p("%s", l)
+	}
+	p("")
+}
+
+func sortedNs(m map[int]*scenarioResult) []int {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// floorRatio is a phase's time over its CRD-priced floor ("-" without
+// ceilings, or for a phase that did not run).
+func floorRatio(s *scenarioResult, ph phase, ran bool) string {
+	f := floor(ph, s.Ceiling, true)
+	if !ran || f <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f×", ratio(ph.Duration, f))
 }
 
 // createTime is the time to all-ready, or for a seeded run the time from

@@ -117,6 +117,7 @@ func (r *report) detailSections(b *strings.Builder) {
 		}))
 	}
 	p("")
+	r.waitsSection(b)
 	for _, ph := range []struct {
 		name string
 		get  func(*scenarioResult) phase

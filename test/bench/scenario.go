@@ -26,6 +26,8 @@ type phase struct {
 	BenchCPU time.Duration // this process (its requests and informers)
 	Load     string        // /proc/loadavg when the phase started
 	Pressure pressure      // 429s, APF rejections, client-side throttling
+	Waits    waitSums      // our controllers' and the API server's wait histograms, summed over the window (waitsum.go)
+	Busy     busy          // CPU of the machine and each process from the first request to all-ready / all-gone
 }
 
 // scenarioResult is the create/delete scenario of one system.
@@ -143,6 +145,7 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	}
 	logf("[%s] creating %d VolumeSnapshots (timeout %s)", sys.ID, o.n, timeout)
 	res.Create.Load = loadAvg()
+	bm := markBusy(b)
 	start := time.Now()
 	if err := createSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return nil, fmt.Errorf("create snapshots: %w", err)
@@ -153,6 +156,7 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 		return ready == o.n, nil
 	}, b.exited)
 	res.Create.Duration = time.Since(start)
+	res.Create.Busy = bm.since(b)
 	res.Create.Stages = w.timeline.summary(start, createStages)
 	if err != nil {
 		_, ready, _ := w.counts()
@@ -183,6 +187,7 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenarioOptions, res *scenarioResult, m *mark, timeout time.Duration) error {
 	logf("[%s] deleting %d VolumeSnapshots", sys.ID, o.n)
 	res.Delete.Load = loadAvg()
+	bm := markBusy(b)
 	start := time.Now()
 	if err := deleteSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return fmt.Errorf("delete snapshots: %w", err)
@@ -197,6 +202,7 @@ func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 		return len(left) == 0, err
 	}, b.exited)
 	res.Delete.Duration = time.Since(start)
+	res.Delete.Busy = bm.since(b)
 	res.Delete.Stages = w.timeline.summary(start, deleteStages)
 	if err != nil {
 		snaps, _, contents := w.counts()
@@ -238,6 +244,7 @@ type mark struct {
 	planeCPU time.Duration
 	benchCPU time.Duration
 	press    pressure
+	waits    waitSums
 }
 
 // takeMark waits until nobody writes (so that start-up writes stay outside
@@ -256,6 +263,16 @@ func (m *mark) record(ctx context.Context) error {
 	var err error
 	if m.press, err = m.api.apiPressure(ctx); err != nil {
 		return err
+	}
+	if m.waits, err = m.api.scrapeAPIWaits(ctx); err != nil {
+		return err
+	}
+	ours, err := scrapeOurWaits(ctx, m.run)
+	if err != nil {
+		return err
+	}
+	for k, v := range ours {
+		m.waits[k] = v
 	}
 	throttling(ctx, m.run, &m.press)
 	if m.calls, err = csiCalls(ctx, m.drv); err != nil {
@@ -298,5 +315,6 @@ func (m *mark) close(ctx context.Context, p *phase, timeout time.Duration) (*mar
 	p.PlaneCPU = next.planeCPU - m.planeCPU
 	p.BenchCPU = next.benchCPU - m.benchCPU
 	p.Pressure = next.press.sub(m.press)
+	p.Waits = next.waits.sub(m.waits)
 	return next, nil
 }

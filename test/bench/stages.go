@@ -24,6 +24,9 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 		rep.scenarios = append(rep.scenarios, r)
 		flush()
 	})
+	if err := runSingleStage(ctx, o, rep, oursArgs, flush); err != nil {
+		return err
+	}
 	if err := runWaitingStage(ctx, o, rep, oursArgs, base, flush); err != nil {
 		return err
 	}
@@ -55,7 +58,8 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 			return err
 		}
 		for _, sys := range groupSystems {
-			r := runGroups(ctx, sys, groupOptions{groups: o.groups, size: o.groupSize, conc: o.createConc, quiet: o.quiet, keep: o.keep})
+			r := runGroups(ctx, sys, groupOptions{groups: o.groups, size: o.groupSize, conc: o.createConc,
+				ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep})
 			if r.Err != nil {
 				logf("[groups %s] FAILED: %v", sys.ID, r.Err)
 			}
@@ -147,9 +151,9 @@ func runRepeated(ctx context.Context, tag string, systems []*system, repeats int
 	}
 }
 
-// runScaleStage runs -scale for -scale-systems with the plain driver and
-// no ceiling measurement; a main-scenario median at the same N (same
-// driver) is reused.
+// runScaleStage runs -scale for -scale-systems with the plain driver, each
+// run with its own write ceilings (its floor); a main-scenario median at
+// the same N (same driver) is reused.
 func runScaleStage(ctx context.Context, o options, rep *report, oursArgs []string, base scenarioOptions, flush func()) error {
 	ns, err := parseScale(o.scale)
 	if err != nil || len(ns) == 0 || ctx.Err() != nil {
@@ -159,7 +163,7 @@ func runScaleStage(ctx context.Context, o options, rep *report, oursArgs []strin
 	if err != nil {
 		return err
 	}
-	base.ceilingOps, base.csiLatency, base.csiReadyAfter = 0, false, ""
+	base.csiLatency, base.csiReadyAfter = false, ""
 	reuse := func(id string, n int) *scenarioResult {
 		if o.csiLatency || o.csiReadyAfter != "" {
 			return nil
