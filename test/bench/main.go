@@ -122,6 +122,7 @@ func main() {
 	fs.IntVar(&o.single, "single", 50, "Snapshots taken one after the other (each created, ready, deleted, gone before the next) on an idle control plane per -single-systems, next to the latency of one API write (0 skips it).")
 	fs.StringVar(&o.singleSystems, "single-systems", "ours,community-equal", "Systems for the one-snapshot-alone stage.")
 	fs.StringVar(&o.out, "out", "", "Write the Markdown report here (rewritten after every stage); it is always printed too.")
+	fs.StringVar(&baselineRev, "baseline", "", "A git revision: adds the system ours-baseline, our controller built from that commit (use it in -systems and the other lists to measure a change against the tree before it, in the same run).")
 	fs.StringVar(&o.oursArgs, "ours-args", "", "Extra flags for snapkeeper, space-separated (experiments only: the report labels them as not the defaults).")
 	fs.BoolVar(&o.keep, "keep", false, "Keep the control planes' directories (logs) even on success.")
 	_ = fs.Parse(os.Args[1:])
@@ -133,6 +134,7 @@ func main() {
 
 func run(ctx context.Context, o options, args string) int {
 	defer removeOwnBinaries()
+	defer removeBaseline()
 	for _, name := range []string{"kube-apiserver", "etcd", "mock-csi-driver"} {
 		if _, err := framework.Tool(name); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -207,7 +209,7 @@ func pick(list string, skipCommunity bool, oursArgs []string) ([]*system, error)
 	var out []*system
 	for _, id := range strings.Split(list, ",") {
 		id = strings.TrimSpace(id)
-		if id == "" || (skipCommunity && id != sysOurs) {
+		if id == "" || (skipCommunity && id != sysOurs && id != sysOursBaseline) {
 			continue
 		}
 		found := false
@@ -218,7 +220,7 @@ func pick(list string, skipCommunity bool, oursArgs []string) ([]*system, error)
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-equal, community-default)", id)
+			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-equal, community-default, or ours-baseline with -baseline)", id)
 		}
 	}
 	return out, nil

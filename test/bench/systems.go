@@ -41,11 +41,15 @@ func (o startOpts) deadline() time.Time {
 
 // roles are the identities the system's processes run as.
 func (s *system) roles() []string {
-	if s.ID == sysOurs {
+	if s.ours() {
 		return []string{roleBinder, roleCSISide}
 	}
 	return []string{roleSnapshotController, roleCSISnapshotter}
 }
+
+// ours reports whether the system is our controller (as built, or the
+// baseline).
+func (s *system) ours() bool { return s.ID == sysOurs || s.ID == sysOursBaseline }
 
 // running is the started controllers of a system.
 type running struct {
@@ -119,9 +123,12 @@ func allSystems(oursArgs []string) []*system {
 	if len(oursArgs) > 0 {
 		ours.Label = "snapkeeper " + strings.Join(oursArgs, " ")
 	}
-	return []*system{
-		ours,
-		{
+	all := []*system{ours}
+	if baselineRev != "" {
+		all = append(all, baselineSystem(oursArgs))
+	}
+	return append(all,
+		&system{
 			ID: sysCommunityEqual, Label: "community v8.6.0, our client limits and workers",
 			Flags: "both binaries: `" + strings.Join(communityEqualFlags(), " ") + "` (snapkeeper's defaults as built)",
 			start: func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
@@ -134,7 +141,7 @@ func allSystems(oursArgs []string) []*system {
 			},
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
-		{
+		&system{
 			ID: sysCommunityTuned, Label: "community v8.6.0, QPS 100/burst 200/100 workers",
 			Flags: "both binaries: `--kube-api-qps=100 --kube-api-burst=200 --worker-threads=100`",
 			start: func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
@@ -143,13 +150,13 @@ func allSystems(oursArgs []string) []*system {
 			},
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
-		{
+		&system{
 			ID: sysCommunityDefault, Label: "community v8.6.0, default flags",
 			Flags:             "defaults (QPS 5, burst 10, 10 workers)",
 			start:             startCommunity,
 			perSnapshotBudget: 6 * time.Second,
 		},
-	}
+	)
 }
 
 // startOurs starts the binder and the CSI side as two processes, as the
@@ -162,6 +169,11 @@ func startOurs(env *framework.Env, dir, socket string, o startOpts) (*running, e
 		return nil, err
 	}
 	ownBuilt = "./cmd/controller"
+	return startOurBinary(env, dir, socket, bin, o)
+}
+
+// startOurBinary is startOurs with the controller binary bin.
+func startOurBinary(env *framework.Env, dir, socket, bin string, o startOpts) (*running, error) {
 	r := &running{}
 	for _, side := range []struct{ role, name, components string }{
 		{roleBinder, "snapkeeper-binder", "--components=binder"},

@@ -15,6 +15,7 @@ import (
 	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
@@ -258,11 +259,34 @@ func (c *Controller) onContent(obj any) {
 	c.contentLoop.Add(content.Name)
 	ref := content.Spec.VolumeSnapshotRef
 	if ref.Name != "" {
-		c.snapshotLoop.Add(objKey(ref.Namespace, ref.Name))
+		key := objKey(ref.Namespace, ref.Name)
+		if c.oneWriteLeft(ref.Namespace, ref.Name, content) {
+			c.snapshotLoop.AddUrgent(key)
+		} else {
+			c.snapshotLoop.Add(key)
+		}
 	}
 	// Pre-provisioned snapshots that name this content but are not (yet)
 	// in its ref still need to hear about it.
 	c.enqueueIndexed(c.snapIndex, indexByContent, content.Name)
+}
+
+// oneWriteLeft reports whether the content's event leaves its snapshot one
+// write away from done: the content is ready and the snapshot does not show
+// it yet, or the content is gone and the snapshot waits for that to be
+// released. Such a snapshot goes ahead of the queue (Loop.AddUrgent): in a
+// burst it would otherwise wait behind every new snapshot's first pass.
+func (c *Controller) oneWriteLeft(ns, name string, content *snapv1.VolumeSnapshotContent) bool {
+	vs, err := c.snapshots.VolumeSnapshots(ns).Get(name)
+	if err != nil || vs.UID != content.Spec.VolumeSnapshotRef.UID {
+		return false
+	}
+	if vs.DeletionTimestamp != nil {
+		_, err := c.contents.Get(content.Name)
+		return apierrors.IsNotFound(err)
+	}
+	snapReady := vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse
+	return contentReady(content) && !snapReady
 }
 
 func (c *Controller) onClass(obj any) {

@@ -36,6 +36,7 @@ type Backoff struct {
 // Loop is a named queue with workers.
 type Loop struct {
 	Name   string
+	lanes  *lanes
 	queue  workqueue.TypedRateLimitingInterface[string]
 	rl     workqueue.TypedRateLimiter[string]
 	sync   SyncFunc
@@ -51,10 +52,16 @@ func NewLoop(name string, b Backoff, sync SyncFunc) *Loop {
 		b.Max = b.Start
 	}
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](b.Start, b.Max)
+	// client-go's default queue stack with its names (its metrics), over
+	// the lanes instead of the FIFO slice.
+	ln := newLanes()
+	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, Queue: ln})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: name, Queue: base})
 	return &Loop{
-		Name: name,
+		Name:  name,
+		lanes: ln,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, DelayingQueue: delaying}),
 		rl:     rl,
 		sync:   sync,
 		waited: b.Waited,
@@ -63,6 +70,14 @@ func NewLoop(name string, b Backoff, sync SyncFunc) *Loop {
 
 // Add queues key now.
 func (l *Loop) Add(key string) { l.queue.Add(key) }
+
+// AddUrgent queues key now, ahead of every key not added urgently: for an
+// object one write away from done, so that it does not wait behind a burst
+// of new work.
+func (l *Loop) AddUrgent(key string) {
+	l.lanes.mark(key)
+	l.queue.Add(key)
+}
 
 // AddAfter queues key after d.
 func (l *Loop) AddAfter(key string, d time.Duration) { l.queue.AddAfter(key, d) }
