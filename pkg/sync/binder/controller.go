@@ -245,7 +245,13 @@ func (c *Controller) onSnapshot(obj any) {
 	if !ok {
 		return
 	}
-	c.snapshotLoop.Add(objKey(vs.Namespace, vs.Name))
+	if c.urgent(vs) {
+		// Its own write's event, when the content turned ready while
+		// that write was on its way (the sync then found the cache stale).
+		c.snapshotLoop.AddUrgent(objKey(vs.Namespace, vs.Name))
+	} else {
+		c.snapshotLoop.Add(objKey(vs.Namespace, vs.Name))
+	}
 	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
 		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
 	}
@@ -281,9 +287,21 @@ func (c *Controller) oneWriteLeft(ns, name string, content *snapv1.VolumeSnapsho
 	if err != nil || vs.UID != content.Spec.VolumeSnapshotRef.UID {
 		return false
 	}
+	return c.urgent(vs)
+}
+
+// urgent reports whether vs is one write from done (oneWriteLeft), from the
+// cache.
+func (c *Controller) urgent(vs *snapv1.VolumeSnapshot) bool {
+	if vs.Spec.Source.PersistentVolumeClaimName == nil && vs.Spec.Source.VolumeSnapshotContentName == nil {
+		return false
+	}
+	content, err := c.contents.Get(contentNameOf(vs))
 	if vs.DeletionTimestamp != nil {
-		_, err := c.contents.Get(content.Name)
-		return apierrors.IsNotFound(err)
+		return apierrors.IsNotFound(err) && len(vs.Finalizers) > 0
+	}
+	if err != nil || content.Spec.VolumeSnapshotRef.UID != vs.UID {
+		return false
 	}
 	snapReady := vs.Status != nil && vs.Status.ReadyToUse != nil && *vs.Status.ReadyToUse
 	return contentReady(content) && !snapReady

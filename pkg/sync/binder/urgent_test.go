@@ -30,7 +30,7 @@ func TestOneWriteLeft(t *testing.T) {
 			content: newContent(testkit.Snapshot("s1")), contentInAPI: true, want: false},
 		"both ready already": {vs: testkit.Snapshot("s1", testkit.BoundTo(name), testkit.SnapshotFunc(readySnap)),
 			content: newContent(testkit.Snapshot("s1"), testkit.Ready("h")), contentInAPI: true, want: false},
-		"deleting, content gone": {vs: testkit.Snapshot("s1", testkit.BoundTo(name), testkit.Deleted()),
+		"deleting, content gone": {vs: testkit.Snapshot("s1", testkit.BoundTo(name), testkit.Deleted(), testkit.Finalizers(snapshot.FinalizerSnapshotBound)),
 			content: newContent(testkit.Snapshot("s1"), testkit.Ready("h")), want: true},
 		"deleting, content still there": {vs: testkit.Snapshot("s1", testkit.BoundTo(name), testkit.Deleted()),
 			content: newContent(testkit.Snapshot("s1"), testkit.Ready("h")), contentInAPI: true, want: false},
