@@ -95,7 +95,7 @@ const method = `## How it is measured
   defaults (QPS 5, burst 10, 10 workers), tuned (QPS 100, burst 200, 100 workers) and with snapkeeper's
   defaults as read from the built controller's ` + "`-h`" + ` (community-equal).
 - **Scale** (` + "`-scale`" + `, ` + "`-scale-systems`" + `): the scenario once per N and system, on a fresh control plane each,
-  without the ceiling measurement and with the plain driver. Up to ` + "`-scale-dynamic-max`" + ` the snapshots are created
+  with its own ceiling measurement (its floor) and the plain driver. Up to ` + "`-scale-dynamic-max`" + ` the snapshots are created
   through the system; above it they are seeded ready (as for the cold start) and the system's start over them
   replaces the create phase. Growth per 10× N is (figure at N₂ ÷ figure at N₁)^(1 ÷ log₁₀(N₂ ÷ N₁)).
 - **Restart and cold start**: the window opens when the new processes start and closes once no API write has
@@ -106,6 +106,21 @@ const method = `## How it is measured
   the name a controller would use; the systems start one after the other over the same objects. Memory per
   snapshot is the summed VmHWM of the processes over M snapshots minus their VmHWM when started over none on
   the same control plane, divided by M.
+- **Waits per snapshot**: at both ends of each window the benchmark reads the sums and counts of our
+  controllers' histograms (queue wait and sync time per work loop, API round trips by verb, client-side
+  limiter, the watch delay from a write's answer to its informer event, CSI calls, retry backoff; each process's
+  ` + "`/metrics`" + `) and the API server's (` + "`apiserver_request_duration_seconds`" + ` of writes,
+  ` + "`apiserver_flowcontrol_request_wait_duration_seconds`" + ` outside the exempt level); the differences divided by N
+  are the table's rows. CPU in cores and the machine's busy share come from ` + "`/proc/<pid>/stat`" + ` of each process and
+  ` + "`/proc/stat`" + ` between the first request and all-ready (all-gone). "What dominates" names the largest of our own
+  waits (syncs contain their calls, so they are not candidates).
+- **One snapshot alone** (` + "`-single`" + `): on a fresh control plane per system, before the controllers start, 100
+  sequential merge patches of one VolumeSnapshot and of one ConfigMap by the admin price one write (5 more
+  first, not counted); then each snapshot is created, seen ready by the benchmark's informer, deleted and seen
+  gone (with the driver empty) before the next. The limit is the cost model's writes times the p50 of one
+  CRD write: 9 for the create, 4 for the delete.
+- **Baseline** (` + "`-baseline <commit>`" + `): our controller as built at that commit (a temporary git worktree) is
+  the system ` + "`ours-baseline`" + `, interleaved with the others like any of them.
 - **While the driver says not ready** (` + "`-waiting`" + `, its own stage): the mock's call log is read during the create
   phase; a snapshot's interval runs from the driver's first answer about it until that answer's time plus its
   delay (the mock's own hash spread, mirrored in test/bench/waiting.go) and is split where the VolumeSnapshot's
