@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # snapkeeper image: snapkeeper-controller (the entrypoint: binder and CSI
-# side) and snapkeeper-webhook, static binaries on a distroless base.
+# side), snapkeeper-webhook and snapctl (the chart's `helm test` runs
+# `snapctl selftest webhook`), static binaries on a distroless base.
 #
 # The image's default user is root (UID 0), as the community csi-snapshotter
 # and snapshot-controller images run: a driver chart that swaps the sidecar
@@ -12,7 +13,7 @@
 #   docker build --build-arg VERSION=$(make -s version) -t snapkeeper .
 #
 # Releases do not use this file: `make image` assembles the same layout
-# (both binaries, root by default, entrypoint snapkeeper-controller) on an
+# (the three binaries, root by default, entrypoint snapkeeper-controller) on an
 # empty base without a container daemon, reproducibly (docs/releases.md).
 #
 # A CSI driver chart may swap its csi-snapshotter sidecar image for this one
@@ -37,9 +38,10 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     set -eu; \
     ldflags="-s -w -X github.com/snapkeeper/snapkeeper/pkg/version.Version=${VERSION}"; \
-    for cmd in controller webhook; do \
+    for cmd in controller webhook snapctl; do \
+      out=snapkeeper-$cmd; [ $cmd = snapctl ] && out=snapctl; \
       GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "$ldflags" \
-        -o /out/snapkeeper-$cmd ./cmd/$cmd; \
+        -o /out/$out ./cmd/$cmd; \
     done
 
 FROM gcr.io/distroless/static-debian12:nonroot
@@ -48,7 +50,7 @@ LABEL org.opencontainers.image.title="snapkeeper" \
       org.opencontainers.image.description="CSI volume snapshot control plane" \
       org.opencontainers.image.source="https://github.com/snapkeeper/snapkeeper" \
       org.opencontainers.image.version="${VERSION}"
-COPY --from=build /out/snapkeeper-controller /out/snapkeeper-webhook /usr/local/bin/
+COPY --from=build /out/snapkeeper-controller /out/snapkeeper-webhook /out/snapctl /usr/local/bin/
 # Root by default for the sidecar image swap (see the top of this file); the
 # chart sets runAsUser 65532 where no driver socket is involved.
 USER 0:0

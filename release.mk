@@ -1,7 +1,8 @@
 # Release artifacts (docs/releases.md), included by the Makefile: static
 # binaries, the OCI image layout (no container daemon: hack/tools/release
 # assembles it with go-containerregistry), CycloneDX SBOMs, the license
-# list, the packaged chart and SHA256SUMS, all under bin/release.
+# list, the packaged chart, the kubectl plugin archives with their krew
+# manifest and SHA256SUMS, all under bin/release.
 
 REL               := $(BIN)/release
 ABS_REL           := $(ABS_BIN)/release
@@ -16,13 +17,17 @@ LINUX_PLATFORMS   := linux-amd64 linux-arm64
 DARWIN_PLATFORMS  := darwin-amd64 darwin-arm64
 IMAGE_LAYOUT      := $(REL)/oci/snapkeeper
 RELEASE_TOOL      := $(BIN)/snapkeeper-release
+# Where the release's files are downloaded from: the krew manifest points
+# each platform at $(KREW_URI_BASE)/kubectl-snapkeeper-<os>-<arch>.tar.gz.
+KREW_URI_BASE     ?= https://github.com/snapkeeper/snapkeeper/releases/download/$(VERSION)
+KREW_MANIFEST     := $(REL)/krew/snapkeeper.yaml
 CYCLONEDX         := $(BIN)/cyclonedx-gomod
 
 # name:package:platform for every binary we ship.
 LINUX_BINS  := $(foreach p,$(LINUX_PLATFORMS),snapkeeper-controller:controller:$(p) snapkeeper-webhook:webhook:$(p) snapctl:snapctl:$(p))
 DARWIN_BINS := $(foreach p,$(DARWIN_PLATFORMS),snapctl:snapctl:$(p))
 
-.PHONY: version release release-binaries release-linux image sbom image-sbom licenses chart checksums test-release lint-release check-reproducible
+.PHONY: version release release-binaries release-linux image sbom image-sbom licenses chart krew checksums test-release lint-release check-reproducible
 
 version:
 	@echo $(VERSION)
@@ -83,23 +88,34 @@ chart: $(BIN)/helm $(RELEASE_TOOL)
 	$(BIN)/helm package charts/snapkeeper --version $(CHART_VERSION) --app-version $(IMAGE_TAG) -d $(REL)
 	$(RELEASE_TOOL) normalize-tgz -epoch $(SOURCE_DATE_EPOCH) $(REL)/snapkeeper-$(CHART_VERSION).tgz
 
+# The kubectl plugin: kubectl-snapkeeper-<os>-<arch>.tar.gz (snapctl named
+# kubectl-snapkeeper, and LICENSE; commit-time file times) for every snapctl
+# platform, and the krew manifest naming each by URL and sha256.
+krew: release-binaries $(RELEASE_TOOL)
+	$(RELEASE_TOOL) krew -bin $(REL) -out $(REL) -manifest $(KREW_MANIFEST) -license LICENSE \
+	  -version $(VERSION) -uri-base $(KREW_URI_BASE) -epoch $(SOURCE_DATE_EPOCH) \
+	  -platforms '$(LINUX_PLATFORMS) $(DARWIN_PLATFORMS)'
+
 checksums:
 	cd $(REL) && tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 	  -cf snapkeeper-image-oci.tar -C oci . && \
 	  sha256sum snapkeeper-controller-* snapkeeper-webhook-* snapctl-* snapkeeper-*.tgz \
+	    kubectl-snapkeeper-*.tar.gz krew/snapkeeper.yaml \
 	    snapkeeper-image-oci.tar LICENSES.md sbom/*.cdx.json oci/*.cdx.json oci/*.digests > SHA256SUMS
 	@cat $(REL)/SHA256SUMS
 
-release: release-binaries image sbom image-sbom chart $(RELEASE_TOOL)
+release: release-binaries image sbom image-sbom chart krew $(RELEASE_TOOL)
 	$(RELEASE_TOOL) licenses -out $(REL)/LICENSES.md $(REL)/sbom/*.cdx.json
 	$(MAKE) --no-print-directory checksums
 	@cat $(IMAGE_LAYOUT).digests
 
 # Pushes the image index and the chart to an in-process registry and pulls
-# them back (hack/tools/release/test); reuses bin/release when it is of
-# this commit, else runs `make image chart`.
+# them back, checks that the chart's helm test Pod runs this image and the
+# krew manifest's sums (hack/tools/release/test); reuses bin/release when
+# it is of this commit, else runs `make image chart krew`.
 test-release: $(BIN)/helm
-	cd hack/tools/release && SNAPKEEPER_ROOT=$(CURDIR) $(GO) test -count=1 -timeout 15m ./...
+	cd hack/tools/release && SNAPKEEPER_ROOT=$(CURDIR) SNAPKEEPER_IMAGE_REPOSITORY=$(IMAGE_REPOSITORY) \
+	  SNAPKEEPER_KREW_URI_BASE=$(KREW_URI_BASE) $(GO) test -count=1 -timeout 15m ./...
 
 lint: lint-release
 lint-release: $(BIN)/staticcheck

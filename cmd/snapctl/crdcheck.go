@@ -23,26 +23,26 @@ import (
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-func runCRDCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crd-check", flag.ContinueOnError)
+func runCRDCheck(prog string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(prog+" crd-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("crds", "", "Directory of the CRD manifests the upgrade will apply (the chart's files/crds).")
 	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig of the cluster; default $KUBECONFIG or ~/.kube/config.")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return helpExit(err)
 	}
 	if *dir == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprintln(stderr, usage(prog))
 		return 2
 	}
 	shipped, err := readCRDs(*dir)
 	if err != nil {
-		fmt.Fprintln(stderr, "snapctl crd-check:", err)
+		fmt.Fprintln(stderr, prog+" crd-check:", err)
 		return 2
 	}
 	live, err := liveCRDs(*kubeconfig, shipped)
 	if err != nil {
-		fmt.Fprintln(stderr, "snapctl crd-check:", err)
+		fmt.Fprintln(stderr, prog+" crd-check:", err)
 		return 2
 	}
 	findings := crdcheck.Check(live, shipped)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
-const doctorUsage = "usage: snapctl doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]"
+func doctorUsage(prog string) string {
+	return "usage: " + prog + " doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]"
+}
 
 // doctorOptions are the flags of snapctl doctor.
 type doctorOptions struct {
@@ -29,23 +32,26 @@ type doctorOptions struct {
 // snapshot object that is not ready or is stuck deleting, one line each
 // (pkg/doctor). Exit 0: nothing stuck; 1: something is; 2: bad usage or
 // the cluster cannot be read.
-func runDoctor(args []string, stdout, stderr io.Writer) int {
-	o, err := parseDoctorFlags(args, stderr)
+func runDoctor(prog string, args []string, stdout, stderr io.Writer) int {
+	o, err := parseDoctorFlags(prog, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		fmt.Fprintln(stderr, doctorUsage)
+		fmt.Fprintln(stderr, doctorUsage(prog))
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	in, err := gatherDoctorInput(ctx, o)
 	if err != nil {
-		fmt.Fprintln(stderr, "snapctl doctor:", err)
+		fmt.Fprintln(stderr, prog+" doctor:", err)
 		return 2
 	}
 	findings := doctor.Filter(doctor.Analyze(in), o.namespace, o.name)
 	if err := printFindings(stdout, o.output, findings, in.LeasesKnown); err != nil {
-		fmt.Fprintln(stderr, "snapctl doctor:", err)
+		fmt.Fprintln(stderr, prog+" doctor:", err)
 		return 2
 	}
 	if len(findings) > 0 {
@@ -55,9 +61,9 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 }
 
 // parseDoctorFlags accepts NAME before, between or after the flags.
-func parseDoctorFlags(args []string, stderr io.Writer) (*doctorOptions, error) {
+func parseDoctorFlags(prog string, args []string, stderr io.Writer) (*doctorOptions, error) {
 	o := &doctorOptions{}
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs := flag.NewFlagSet(prog+" doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.namespace, "n", "", "Namespace to look at; default: all.")
 	fs.StringVar(&o.namespace, "namespace", "", "Same as -n.")
@@ -66,7 +72,7 @@ func parseDoctorFlags(args []string, stderr io.Writer) (*doctorOptions, error) {
 	var names []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("snapctl doctor: %w", err)
+			return nil, fmt.Errorf("%s doctor: %w", prog, err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -76,9 +82,9 @@ func parseDoctorFlags(args []string, stderr io.Writer) (*doctorOptions, error) {
 	}
 	switch {
 	case len(names) > 1:
-		return nil, fmt.Errorf("snapctl doctor: at most one NAME, got %v", names)
+		return nil, fmt.Errorf("%s doctor: at most one NAME, got %v", prog, names)
 	case o.output != "text" && o.output != "json":
-		return nil, fmt.Errorf("snapctl doctor: -o must be text or json, not %q", o.output)
+		return nil, fmt.Errorf("%s doctor: -o must be text or json, not %q", prog, o.output)
 	}
 	if len(names) == 1 {
 		o.name = names[0]

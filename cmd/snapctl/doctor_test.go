@@ -10,16 +10,16 @@ import (
 
 func TestParseDoctorFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	o, err := parseDoctorFlags([]string{"snap", "-n", "team", "-o", "json"}, &stderr)
+	o, err := parseDoctorFlags("snapctl", []string{"snap", "-n", "team", "-o", "json"}, &stderr)
 	if err != nil || o.name != "snap" || o.namespace != "team" || o.output != "json" {
 		t.Fatalf("parse = %+v, %v", o, err)
 	}
-	o, err = parseDoctorFlags([]string{"--namespace=team", "snap"}, &stderr)
+	o, err = parseDoctorFlags("snapctl", []string{"--namespace=team", "snap"}, &stderr)
 	if err != nil || o.name != "snap" || o.namespace != "team" || o.output != "text" {
 		t.Fatalf("parse = %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{{"a", "b"}, {"-o", "yaml"}, {"--nope"}} {
-		if _, err := parseDoctorFlags(bad, &stderr); err == nil {
+		if _, err := parseDoctorFlags("snapctl", bad, &stderr); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}
@@ -27,7 +27,7 @@ func TestParseDoctorFlags(t *testing.T) {
 
 func TestDoctorUsageAndOutput(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"doctor", "-o", "yaml"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), doctorUsage) {
+	if code := run("snapctl", []string{"doctor", "-o", "yaml"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), doctorUsage("snapctl")) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 	out.Reset()

@@ -18,38 +18,89 @@
 // CRD's status.storedVersions that the new CRD lacks makes the API server
 // refuse the upgrade. It prints each finding with its fix and exits 1 when
 // one would block the upgrade.
+//
+//	snapctl doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]
+//
+// explains every snapshot object that is stuck, and
+//
+//	snapctl selftest webhook [--kubeconfig PATH]
+//
+// is the chart's `helm test`: the webhook must deny an invalid class.
+//
+// Installed as kubectl-snapkeeper on PATH (the krew plugin), the same
+// binary runs as `kubectl snapkeeper ...` and names itself so.
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(progName(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)) }
 
-const usage = `usage: snapctl validate [-o text|json] [--kubeconfig PATH] [-n NAMESPACE] [-v] [--strict-populators] [--allow-cross-namespace-data-source] PATH|-...
-       snapctl crd-check --crds DIR [--kubeconfig PATH]
-       snapctl --version`
+// pluginFile is the file name kubectl looks for on PATH to run
+// `kubectl snapkeeper`; krew installs the binary under it.
+const pluginFile = "kubectl-snapkeeper"
 
-func run(args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version"):
-		fmt.Fprintln(stdout, "snapctl", version.Version)
-		return 0
-	case len(args) > 0 && args[0] == "validate":
-		return runValidate(args, stdout, stderr)
-	case len(args) > 0 && args[0] == "crd-check":
-		return runCRDCheck(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "doctor":
-		return runDoctor(args[1:], stdout, stderr)
+// progName is the command a user typed, for every usage and error text:
+// kubectl runs a plugin with its file path as argv[0], and the user, who
+// typed `kubectl snapkeeper`, must be shown that, not a name they never
+// used. Any other file name (a versioned copy, bin/snapctl) is snapctl.
+func progName(arg0 string) string {
+	if strings.TrimSuffix(filepath.Base(arg0), ".exe") == pluginFile {
+		return "kubectl snapkeeper"
 	}
-	fmt.Fprintln(stderr, usage)
+	return "snapctl"
+}
+
+// usageFormat is the synopsis of every subcommand; %[1]s is the program name.
+const usageFormat = `usage: %[1]s validate [-o text|json] [--kubeconfig PATH] [-n NAMESPACE] [-v] [--strict-populators] [--allow-cross-namespace-data-source] PATH|-...
+       %[1]s crd-check --crds DIR [--kubeconfig PATH]
+       %[1]s doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]
+       %[1]s selftest webhook [--kubeconfig PATH] [--class-name NAME] [--timeout DURATION]
+       %[1]s help | --version`
+
+func usage(prog string) string { return fmt.Sprintf(usageFormat, prog) }
+
+// run is the whole command as prog: help and --version exit 0, an unknown
+// or missing subcommand 2, a subcommand its own status.
+func run(prog string, args []string, stdout, stderr io.Writer) int {
+	verb := ""
+	if len(args) > 0 {
+		verb = args[0]
+	}
+	switch verb {
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, prog, version.Version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, usage(prog))
+		return 0
+	case "validate":
+		return validateMain(prog, args[1:], stdout, stderr) // validate.go
+	case "crd-check":
+		return runCRDCheck(prog, args[1:], stdout, stderr)
+	case "doctor":
+		return runDoctor(prog, args[1:], stdout, stderr)
+	case "selftest":
+		return runSelftest(prog, args[1:], stdout, stderr) // selftest.go
+	}
+	fmt.Fprintln(stderr, usage(prog))
 	return 2
 }
 
-func runValidate(args []string, stdout, stderr io.Writer) int {
-	return validateMain(args[1:], stdout, stderr) // validate.go
+// helpExit is the status of a subcommand whose flags failed to parse: -h
+// asked for the flags, which the flag package has printed, and is no error.
+func helpExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
 }

@@ -25,8 +25,8 @@ type validateFlags struct {
 	verbose    bool
 }
 
-func parseValidate(args []string, stderr io.Writer) (*validateFlags, []string, error) {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+func parseValidate(prog string, args []string, stderr io.Writer) (*validateFlags, []string, error) {
+	fs := flag.NewFlagSet(prog+" validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f validateFlags
 	fs.BoolVar(&f.opts.StrictPopulators, "strict-populators", false, "Deny claims whose data source kind no VolumePopulator registers (as the webhook's flag).")
@@ -49,23 +49,23 @@ func parseValidate(args []string, stderr io.Writer) (*validateFlags, []string, e
 
 // validateMain is `snapctl validate ARGS`: 0 when every object is
 // admitted, 1 when any is denied, 2 on bad usage or unreadable input.
-func validateMain(args []string, stdout, stderr io.Writer) int {
-	f, paths, err := parseValidate(args, stderr)
+func validateMain(prog string, args []string, stdout, stderr io.Writer) int {
+	f, paths, err := parseValidate(prog, args, stderr)
 	if err != nil {
 		if err != flag.ErrHelp {
-			fmt.Fprintln(stderr, "snapctl validate:", err)
+			fmt.Fprintln(stderr, prog+" validate:", err)
 		}
-		return 2
+		return helpExit(err)
 	}
 	loaded, err := manifestcheck.Load(paths, stdin)
 	if err != nil {
-		fmt.Fprintln(stderr, "snapctl validate:", err)
+		fmt.Fprintln(stderr, prog+" validate:", err)
 		return 2
 	}
 	cfg := manifestcheck.Config{Options: f.opts, Namespace: f.namespace}
 	if f.kubeconfig != "" {
 		if cfg.World, err = cluster(f.kubeconfig); err != nil {
-			fmt.Fprintln(stderr, "snapctl validate:", err)
+			fmt.Fprintln(stderr, prog+" validate:", err)
 			return 2
 		}
 	}
@@ -81,7 +81,7 @@ func validateMain(args []string, stdout, stderr io.Writer) int {
 		err = writeText(stdout, results, len(loaded.Notes))
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "snapctl validate:", err)
+		fmt.Fprintln(stderr, prog+" validate:", err)
 		return 2
 	}
 	for _, r := range results {

@@ -15,7 +15,7 @@ import (
 func runJSON(t *testing.T, args ...string) ([]manifestcheck.Result, int, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(append([]string{"validate", "-o", "json"}, args...), &out, &errOut)
+	code := run("snapctl", append([]string{"validate", "-o", "json"}, args...), &out, &errOut)
 	var results []manifestcheck.Result
 	if code != 2 {
 		if err := json.Unmarshal(out.Bytes(), &results); err != nil {
@@ -72,7 +72,7 @@ func TestStdinListsAndJSONSchema(t *testing.T) {
 	stdin = strings.NewReader(in)
 	defer func() { stdin = old }()
 	var out, errOut bytes.Buffer
-	if code := run([]string{"validate", "-o", "json", "-v", "-"}, &out, &errOut); code != 1 {
+	if code := run("snapctl", []string{"validate", "-o", "json", "-v", "-"}, &out, &errOut); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out.String(), errOut.String())
 	}
 	var raw []map[string]any
@@ -97,7 +97,7 @@ func TestTextOutputAndDuplicates(t *testing.T) {
 	doc := "apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshot\nmetadata: {name: s}\nspec: {source: {persistentVolumeClaimName: p}}\n"
 	writeFile(t, filepath.Join(dir, "a.yaml"), doc+"---\n"+doc)
 	var out, errOut bytes.Buffer
-	if code := run([]string{"validate", dir}, &out, &errOut); code != 1 {
+	if code := run("snapctl", []string{"validate", dir}, &out, &errOut); code != 1 {
 		t.Fatalf("exit %d\n%s", code, out.String())
 	}
 	want := filepath.Join(dir, "a.yaml") + ":2: VolumeSnapshot default/s: DENIED: VolumeSnapshot \"default/s\" is defined twice"
@@ -116,7 +116,7 @@ func TestUsageErrors(t *testing.T) {
 		"bad kubeconfig": {"validate", "--kubeconfig", filepath.Join(dir, "none"), "../../examples"},
 	} {
 		var out, errOut bytes.Buffer
-		if code := run(args, &out, &errOut); code != 2 {
+		if code := run("snapctl", args, &out, &errOut); code != 2 {
 			t.Errorf("%s: exit %d, want 2\n%s%s", name, code, out.String(), errOut.String())
 		}
 	}

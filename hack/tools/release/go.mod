@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/CycloneDX/cyclonedx-go v0.9.3
 	github.com/google/go-containerregistry v0.22.1
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

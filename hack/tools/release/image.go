@@ -17,8 +17,10 @@ import (
 
 // imageBinaries are the binaries in the image; the first is the entrypoint
 // (a driver chart swaps its csi-snapshotter sidecar image for this one and
-// keeps its arguments; the chart's webhook sets its command).
-var imageBinaries = []string{"snapkeeper-controller", "snapkeeper-webhook"}
+// keeps its arguments; the chart's webhook sets its command). snapctl is
+// there for the chart's `helm test` Pod (snapctl selftest webhook), so the
+// test needs no image but ours.
+var imageBinaries = []string{"snapkeeper-controller", "snapkeeper-webhook", "snapctl"}
 
 // imageOptions describe one image index.
 type imageOptions struct {
@@ -71,7 +73,7 @@ func runImage(args []string) error {
 func (o imageOptions) labels() map[string]string {
 	return map[string]string{
 		"org.opencontainers.image.title":       "snapkeeper",
-		"org.opencontainers.image.description": "CSI volume snapshot control plane: snapkeeper-controller (entrypoint) and snapkeeper-webhook",
+		"org.opencontainers.image.description": "CSI volume snapshot control plane: snapkeeper-controller (entrypoint), snapkeeper-webhook and snapctl",
 		"org.opencontainers.image.version":     o.version,
 		"org.opencontainers.image.revision":    o.revision,
 		"org.opencontainers.image.source":      o.source,

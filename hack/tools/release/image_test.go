@@ -112,7 +112,7 @@ func TestImageContent(t *testing.T) {
 		}
 		rc.Close()
 	}
-	for _, f := range []string{"etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt", "usr/local/bin/snapkeeper-controller", "usr/local/bin/snapkeeper-webhook", "tmp/"} {
+	for _, f := range []string{"etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt", "usr/local/bin/snapkeeper-controller", "usr/local/bin/snapkeeper-webhook", "usr/local/bin/snapctl", "tmp/"} {
 		if files[f] == nil {
 			t.Errorf("%s missing", f)
 		}

@@ -1,8 +1,10 @@
 // Command snapkeeper-release is the release tooling behind `make image`,
-// `make sbom`, `make licenses` and `make chart` (docs/releases.md): it
+// `make sbom`, `make licenses`, `make chart` and `make krew`
+// (docs/releases.md): it
 // assembles the OCI image layout from the release binaries without a
 // container daemon, writes the image SBOMs from the binaries' SBOMs,
-// renders docs/licenses.md, and makes the packaged chart reproducible.
+// renders docs/licenses.md, makes the packaged chart reproducible, and
+// packs snapctl as the kubectl plugin with its krew manifest.
 // Every output depends only on its inputs and on the commit time passed
 // in, so a second run from the same commit gives the same bytes.
 package main
@@ -15,7 +17,8 @@ import (
 const usage = `usage: snapkeeper-release image -bin DIR -out DIR -version V -revision SHA -epoch SECONDS [flags]
        snapkeeper-release image-sbom -layout DIR -sbom DIR -out DIR -version V
        snapkeeper-release licenses -out FILE SBOM...
-       snapkeeper-release normalize-tgz -epoch SECONDS FILE`
+       snapkeeper-release normalize-tgz -epoch SECONDS FILE
+       snapkeeper-release krew -bin DIR -out DIR -manifest FILE -license FILE -version V -uri-base URL -epoch SECONDS [-platforms LIST]`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -32,6 +35,8 @@ func main() {
 		err = runLicenses(os.Args[2:])
 	case "normalize-tgz":
 		err = runNormalizeTgz(os.Args[2:])
+	case "krew":
+		err = runKrew(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -70,3 +70,23 @@ func normalizeTgz(in []byte, mtime time.Time) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// newTgz is a gzip tarball of the entries as tarBytes lays them out
+// (sorted, every time mtime, owner 0, no user names), with no name or time
+// in the gzip header: the same inputs give the same bytes, as
+// normalizeTgz makes of a tarball helm wrote.
+func newTgz(es []entry, mtime time.Time) ([]byte, error) {
+	raw, err := tarBytes(es, mtime)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

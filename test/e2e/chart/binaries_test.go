@@ -197,7 +197,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 		}
 		return strings.Contains(err.Error(), "denied the request"), err
 	})
-	runHelmTestScript(t, env, h, ns)
+	runHelmTestPod(t, env, h, ns)
 	expectClaimsJudged(ctx, t, env, apps)
 	// The chart's RBAC covers the certificate Manager: the Secret, and get,
 	// list, watch and patch of both configurations.

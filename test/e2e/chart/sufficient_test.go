@@ -102,7 +102,7 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 		!strings.Contains(err.Error(), "volumesnapshotclasses.validation.snapkeeper.io") {
 		t.Fatalf("bad class: got %v, want a denial by the webhook", err)
 	}
-	runHelmTestScript(t, env, h, cc.ns)
+	runHelmTestPod(t, env, h, cc.ns)
 	expectClaimsJudged(ctx, t, env, apps)
 
 	// The CSI side reads the class's secret (get, in any namespace) and

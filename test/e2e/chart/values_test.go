@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,20 +100,30 @@ func TestSnapshotClassListsRenderObjects(t *testing.T) {
 
 func TestHelmTestPodExpectsAWebhookDenial(t *testing.T) {
 	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "tests.image.tag=9.9"))
+	r := parseManifest(t, h.template(t, kubeNew, "--set", "imagePullSecrets[0].name=pull"))
 	var pod corev1.Pod
 	r.into(t, "Pod", "snapkeeper-test", &pod)
+	var webhook appsv1.Deployment
+	r.into(t, "Deployment", "snapkeeper-webhook", &webhook)
 	c := pod.Spec.Containers[0]
-	script := strings.Join(c.Args, "\n")
 	switch {
 	case pod.Annotations["helm.sh/hook"] != "test":
 		t.Errorf("not a test hook: %v", pod.Annotations)
-	case c.Image != "docker.io/alpine/k8s:9.9":
-		t.Errorf("image %q", c.Image)
-	case !strings.Contains(script, "--dry-run=server") || !strings.Contains(script, `admission webhook "volumesnapshotclasses.validation.snapkeeper.io" denied the request`):
-		t.Errorf("script does not expect the denial:\n%s", script)
+	case c.Image != webhook.Spec.Template.Spec.Containers[0].Image:
+		t.Errorf("image %q, want the chart's own %q", c.Image, webhook.Spec.Template.Spec.Containers[0].Image)
+	case !slices.Equal(c.Command, []string{"/usr/local/bin/snapctl", "selftest", "webhook"}) ||
+		!slices.Equal(c.Args, []string{"--class-name=snapkeeper-test-invalid"}):
+		t.Errorf("command %q %q: want snapctl selftest webhook, no shell", c.Command, c.Args)
 	case pod.Spec.ServiceAccountName != "snapkeeper-test" || pod.Spec.RestartPolicy != corev1.RestartPolicyNever:
 		t.Errorf("pod spec %+v", pod.Spec)
+	case len(pod.Spec.ImagePullSecrets) != 1 || pod.Spec.ImagePullSecrets[0].Name != "pull":
+		t.Errorf("imagePullSecrets %v", pod.Spec.ImagePullSecrets)
+	}
+	r = parseManifest(t, h.template(t, kubeNew, "--set", "tests.image.tag=9.9"))
+	var tagged corev1.Pod
+	r.into(t, "Pod", "snapkeeper-test", &tagged)
+	if img := tagged.Spec.Containers[0].Image; img != "ghcr.io/snapkeeper/snapkeeper:9.9" {
+		t.Errorf("tests.image.tag=9.9: image %q", img)
 	}
 	for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
 		if o := r.get(t, kind, "snapkeeper-test"); o.GetAnnotations()["helm.sh/hook"] != "test" {

@@ -1,6 +1,8 @@
-// Package releasetest checks what `make image` and `make chart` produce by
-// shipping it: the image index and the chart are pushed to an in-process
-// registry on loopback and pulled back, and the image's binary is run.
+// Package releasetest checks what `make image`, `make chart` and `make
+// krew` produce by shipping it: the image index and the chart are pushed to
+// an in-process registry on loopback and pulled back, and the image's
+// binaries are run; the chart's helm test Pod must run this image; the krew
+// manifest must name the plugin archives by their sums.
 package releasetest
 
 import (
@@ -118,4 +120,32 @@ func startRegistry(t *testing.T) string {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// chartMade is set once `make chart` has run in this test run; the tests
+// of this package do not run in parallel.
+var chartMade bool
+
+// packagedChart is the chart `make chart` packages, made once per run.
+func packagedChart(t *testing.T, r release) string {
+	t.Helper()
+	if !chartMade {
+		run(t, r.root, nil, "make", "--no-print-directory", "chart")
+		chartMade = true
+	}
+	return filepath.Join(r.root, "bin", "release", "snapkeeper-"+r.chartVersion+".tgz")
+}
+
+// helmEnv gives helm its own configuration, cache and data under home.
+func helmEnv(home string) []string {
+	return []string{"HELM_CONFIG_HOME=" + home + "/config", "HELM_CACHE_HOME=" + home + "/cache", "HELM_DATA_HOME=" + home + "/data"}
+}
+
+// envOr is the environment variable key (set by `make test-release` from
+// release.mk), else def.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }

@@ -109,11 +109,12 @@ func checkConfig(t *testing.T, r release, img v1.Image, arch string) {
 }
 
 // checkBinaries extracts the image's files, checks the users and the CA
-// bundle, and runs both binaries with --version.
+// bundle, and runs the three binaries with --version (snapctl is the
+// chart's helm test: TestChartTestPodRunsTheReleasedImage).
 func checkBinaries(t *testing.T, r release, img v1.Image) {
 	t.Helper()
 	files := extract(t, img, "etc/passwd", "etc/ssl/certs/ca-certificates.crt",
-		"usr/local/bin/snapkeeper-controller", "usr/local/bin/snapkeeper-webhook")
+		"usr/local/bin/snapkeeper-controller", "usr/local/bin/snapkeeper-webhook", "usr/local/bin/snapctl")
 	if !strings.Contains(string(files["etc/passwd"]), "nonroot:x:65532:65532:") ||
 		!strings.HasPrefix(string(files["etc/passwd"]), "root:x:0:0:") {
 		t.Errorf("etc/passwd:\n%s", files["etc/passwd"])
@@ -125,6 +126,7 @@ func checkBinaries(t *testing.T, r release, img v1.Image) {
 	for bin, want := range map[string]string{
 		"snapkeeper-controller": r.version,
 		"snapkeeper-webhook":    "snapkeeper-webhook " + r.version,
+		"snapctl":               "snapctl " + r.version,
 	} {
 		p := filepath.Join(dir, bin)
 		if err := os.WriteFile(p, files["usr/local/bin/"+bin], 0o755); err != nil {
@@ -180,11 +182,10 @@ func extract(t *testing.T, img v1.Image, paths ...string) map[string][]byte {
 // versions.
 func TestChartThroughRegistry(t *testing.T) {
 	r := expected(t)
-	run(t, r.root, nil, "make", "--no-print-directory", "chart")
-	tgz := filepath.Join(r.root, "bin", "release", "snapkeeper-"+r.chartVersion+".tgz")
+	tgz := packagedChart(t, r)
 	helm := filepath.Join(r.root, "bin", "helm")
 	home := t.TempDir()
-	env := []string{"HELM_CONFIG_HOME=" + home + "/config", "HELM_CACHE_HOME=" + home + "/cache", "HELM_DATA_HOME=" + home + "/data"}
+	env := helmEnv(home)
 	host := startRegistry(t)
 	run(t, home, env, helm, "push", tgz, "oci://"+host+"/charts", "--plain-http")
 	run(t, home, env, helm, "pull", "oci://"+host+"/charts/snapkeeper", "--version", r.chartVersion, "--plain-http", "-d", home)
