@@ -98,6 +98,8 @@ func TestSelftestOutcomes(t *testing.T) {
 			}
 			var out bytes.Buffer
 			err = selftestWebhook(context.Background(), client, "sk-snapkeeper-test-invalid", &out)
+			// Close waits for every handler: what it recorded is read after.
+			srv.Close()
 			if !slices.Equal(tc.api.dryRun, []string{metav1.DryRunAll}) {
 				t.Errorf("dryRun=%v: not a dry run", tc.api.dryRun)
 			}
