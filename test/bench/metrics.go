@@ -198,17 +198,12 @@ func (a *apiServer) WaitQuiet(ctx context.Context, quiet, timeout time.Duration)
 
 // scrape returns the samples of metric name from a component's /metrics.
 func scrape(ctx context.Context, addr, name string) ([]sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := fetchMetrics(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
 	var out []sample
-	err = framework.EachSample(resp.Body, name, func(l map[string]string, v float64) { out = append(out, sample{l, v}) })
+	err = framework.EachSample(bytes.NewReader(body), name, func(l map[string]string, v float64) { out = append(out, sample{l, v}) })
 	return out, err
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -113,12 +112,7 @@ func loopsOf(runs []*scenarioResult, proc string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for l := range seen {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeys(seen)
 }
 
 func (r *report) waitsSection(b *strings.Builder) {
