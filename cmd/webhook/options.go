@@ -28,6 +28,8 @@ type Options struct {
 	BindAddress      string
 	Port             int
 	MaxRequestBytes  int64
+	// MaxConversionBytes caps a ConversionReview on /convert.
+	MaxConversionBytes int64
 
 	StrictPopulators              bool
 	AllowCrossNamespaceDataSource bool
@@ -49,13 +51,14 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		Client:           kubeclient.Options{QPS: 20, Burst: 40},
-		CertPollInterval: admission.DefaultCertPollInterval,
-		BindAddress:      "0.0.0.0",
-		Port:             9443,
-		MaxRequestBytes:  admission.DefaultMaxRequestBytes,
-		PodNamespace:     os.Getenv("POD_NAMESPACE"),
-		Logging:          logging.NewOptions(),
+		Client:             kubeclient.Options{QPS: 20, Burst: 40},
+		CertPollInterval:   admission.DefaultCertPollInterval,
+		BindAddress:        "0.0.0.0",
+		Port:               9443,
+		MaxRequestBytes:    admission.DefaultMaxRequestBytes,
+		MaxConversionBytes: admission.DefaultMaxConversionBytes,
+		PodNamespace:       os.Getenv("POD_NAMESPACE"),
+		Logging:            logging.NewOptions(),
 	}
 }
 
@@ -68,6 +71,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS on.")
 	fs.IntVar(&o.Port, "port", o.Port, "Port to serve HTTPS on: the validating endpoints, /healthz, /readyz and /metrics.")
 	fs.Int64Var(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "Largest AdmissionReview body accepted; larger ones get 413.")
+	fs.Int64Var(&o.MaxConversionBytes, "max-conversion-bytes", o.MaxConversionBytes, "Largest ConversionReview body accepted on /convert (the API server sends a whole LIST read at another version in one review); larger ones get 413.")
 	fs.BoolVar(&o.StrictPopulators, "strict-populators", o.StrictPopulators,
 		"Deny claims whose data source kind no VolumePopulator registers (default: warn, since registration is optional).")
 	fs.BoolVar(&o.AllowCrossNamespaceDataSource, "allow-cross-namespace-data-source", o.AllowCrossNamespaceDataSource,
@@ -97,6 +101,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CertPollInterval <= 0 {
 		errs = append(errs, errors.New("--tls-reload-interval must be positive"))
+	}
+	if o.MaxConversionBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("--max-conversion-bytes %d is below 1 MiB: reads of group snapshots at another version would fail", o.MaxConversionBytes))
 	}
 	if o.MaxRequestBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("--max-request-bytes %d is below 1 MiB: ordinary reviews would be refused", o.MaxRequestBytes))

@@ -49,6 +49,11 @@ func run(ctx context.Context, o *Options) error {
 	// Claims a group selector matches are read live (ReadClaimsLive).
 	lookup := admission.NewClusterLookup(snapFactory, coreFactory, snapClient, admission.NewPopulatorCache(dynClient, 0)).
 		ReadClaimsLive(kubeClient)
+	// /convert fills what a v1beta1 group content lacks from its members.
+	members, err := admission.NewContentMembers(snapFactory)
+	if err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -56,7 +61,7 @@ func run(ctx context.Context, o *Options) error {
 	metrics := admission.NewMetrics(reg)
 
 	if o.SelfCert.Enabled {
-		if err := startSelfCert(ctx, o, kubeClient); err != nil {
+		if err := startSelfCert(ctx, o, kubeClient, dynClient); err != nil {
 			return err
 		}
 	}
@@ -82,6 +87,7 @@ func run(ctx context.Context, o *Options) error {
 		"certificate": certs.Ready,
 		"informers":   lookup.Synced,
 	})
+	router.Handle("/convert", admission.NewConverter(members, o.MaxConversionBytes, metrics))
 	ln, err := net.Listen("tcp", o.Address())
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Address(), err)
@@ -97,16 +103,16 @@ func run(ctx context.Context, o *Options) error {
 // then Run in the background until ctx ends. A failed first Reconcile (the
 // API server not reachable yet, another replica racing) is not fatal: Run
 // retries with backoff, and /readyz fails until a certificate is loaded.
-func startSelfCert(ctx context.Context, o *Options, client kubernetes.Interface) error {
+func startSelfCert(ctx context.Context, o *Options, client kubernetes.Interface, dyn dynamic.Interface) error {
 	log := klog.FromContext(ctx)
 	cfg := o.SelfCertConfig()
-	cfg.Client = client
+	cfg.Client, cfg.Dynamic = client, dyn
 	m, err := selfcert.New(cfg)
 	if err != nil {
 		return err
 	}
 	log.Info("Managing the serving certificate", "secret", klog.KRef(cfg.Namespace, cfg.SecretName),
-		"webhookConfiguration", cfg.WebhookConfiguration, "dir", cfg.CertDir, "dnsNames", cfg.Hosts)
+		"webhookConfiguration", cfg.WebhookConfiguration, "conversionCRDs", cfg.ConversionCRDs, "dir", cfg.CertDir, "dnsNames", cfg.Hosts)
 	if _, err := m.Reconcile(ctx); err != nil {
 		log.Error(err, "First reconcile of the serving certificate failed; retrying in the background")
 	}

@@ -83,15 +83,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, endpoint string)
 // once the request is answered.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), status int, err error) {
 	release = func() {}
-	if r.Method != http.MethodPost {
-		return nil, release, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed: send AdmissionReviews with POST", r.Method)
-	}
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, release, http.StatusUnsupportedMediaType, fmt.Errorf("content type %q not supported: expected application/json", ct)
-	}
-	if r.ContentLength > h.maxBytes {
-		return nil, release, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes is larger than the limit of %d", r.ContentLength, h.maxBytes)
+	if status, err := checkPost(r, "AdmissionReviews", h.maxBytes); err != nil {
+		return nil, release, status, err
 	}
 	counted := &budgetedBody{r: http.MaxBytesReader(w, r.Body, h.maxBytes), b: h.budget}
 	body, err = io.ReadAll(counted)
@@ -116,6 +109,22 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 		return nil, release, http.StatusBadRequest, errors.New("empty body: expected an AdmissionReview")
 	}
 	return body, counted.release, 0, nil
+}
+
+// checkPost enforces what every review endpoint takes: POST of
+// application/json, announced as at most maxBytes.
+func checkPost(r *http.Request, what string, maxBytes int64) (status int, err error) {
+	if r.Method != http.MethodPost {
+		return http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed: send %s with POST", r.Method, what)
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, fmt.Errorf("content type %q not supported: expected application/json", ct)
+	}
+	if r.ContentLength > maxBytes {
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes is larger than the limit of %d", r.ContentLength, maxBytes)
+	}
+	return 0, nil
 }
 
 // judge validates one request. A panic in a rule is recovered into an

@@ -1,10 +1,14 @@
 package admission
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/conversion"
 )
 
 // Verdicts, as counted.
@@ -22,6 +26,7 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	certReloads *prometheus.CounterVec
 	certExpiry  prometheus.Gauge
+	conversions *prometheus.CounterVec
 }
 
 // NewMetrics registers the webhook's series with reg.
@@ -44,8 +49,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "snapkeeper_webhook_certificate_expiry_timestamp_seconds",
 			Help: "NotAfter of the serving certificate in use, as a Unix time.",
 		}),
+		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snapkeeper_webhook_conversions_total",
+			Help: "Group snapshot objects converted by /convert, by kind, source and target version, and result (success, error).",
+		}, []string{"kind", "from", "to", "result"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.certReloads, m.certExpiry)
+	reg.MustRegister(m.requests, m.latency, m.certReloads, m.certExpiry, m.conversions)
 	return m
 }
 
@@ -97,4 +106,35 @@ func verdictOf(resp *admissionv1.AdmissionResponse) string {
 		return verdictDenied
 	}
 	return verdictError
+}
+
+// converted counts one object of a conversion review. Labels outside the
+// known kinds and versions are "other": the review is untrusted input.
+func (m *Metrics) converted(obj map[string]any, to string, err error) {
+	if m == nil {
+		return
+	}
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	kind, _ := obj["kind"].(string)
+	from, _ := obj["apiVersion"].(string)
+	m.conversions.WithLabelValues(known(kind, conversion.KindGroupSnapshot, conversion.KindGroupSnapshotContent, conversion.KindGroupSnapshotClass),
+		versionLabel(from), versionLabel(to), result).Inc()
+}
+
+func versionLabel(apiVersion string) string {
+	_, v, _ := strings.Cut(apiVersion, "/")
+	if !strings.HasPrefix(apiVersion, conversion.Group+"/") {
+		return "other"
+	}
+	return known(v, conversion.V1beta1, conversion.V1beta2, conversion.V1)
+}
+
+func known(v string, values ...string) string {
+	if slices.Contains(values, v) {
+		return v
+	}
+	return "other"
 }
