@@ -15,6 +15,7 @@ type Flags struct {
 	SecretName           string
 	Namespace            string
 	WebhookConfiguration string
+	ConversionCRDs       string
 	DNSNames             string
 	CAValidity           time.Duration
 	CertValidity         time.Duration
@@ -28,6 +29,7 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.SecretName, "self-managed-secret", "", "Secret that holds the CA and the serving certificate, shared by all replicas.")
 	fs.StringVar(&f.Namespace, "self-managed-namespace", "", "Namespace of that Secret (default: $POD_NAMESPACE).")
 	fs.StringVar(&f.WebhookConfiguration, "self-managed-webhook-configuration", "", "Name of the ValidatingWebhookConfiguration and MutatingWebhookConfiguration whose caBundle to keep current (either may be absent).")
+	fs.StringVar(&f.ConversionCRDs, "self-managed-conversion-crds", "", "Comma-separated CustomResourceDefinitions whose conversion webhook (strategy Webhook) is this webhook: their caBundle is kept current too.")
 	fs.StringVar(&f.DNSNames, "self-managed-dns-names", "", "Comma-separated DNS names (or IP addresses) of the serving certificate, the webhook Service's first.")
 	fs.DurationVar(&f.CAValidity, "self-managed-ca-validity", DefaultCAValidity, "Lifetime of a new CA; it is replaced after two thirds of it.")
 	fs.DurationVar(&f.CertValidity, "self-managed-cert-validity", DefaultCertValidity, "Lifetime of a new serving certificate; it is replaced after two thirds of it.")
@@ -55,9 +57,11 @@ func (f *Flags) Validate() error {
 }
 
 // Hosts splits DNSNames.
-func (f *Flags) Hosts() []string {
+func (f *Flags) Hosts() []string { return splitList(f.DNSNames) }
+
+func splitList(s string) []string {
 	var out []string
-	for _, h := range strings.Split(f.DNSNames, ",") {
+	for _, h := range strings.Split(s, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			out = append(out, h)
 		}
@@ -75,6 +79,7 @@ func (f *Flags) Config(namespace string) Config {
 		Namespace:            namespace,
 		SecretName:           f.SecretName,
 		WebhookConfiguration: f.WebhookConfiguration,
+		ConversionCRDs:       splitList(f.ConversionCRDs),
 		Hosts:                f.Hosts(),
 		CertDir:              f.CertDir,
 		CAValidity:           f.CAValidity,

@@ -29,14 +29,26 @@ type jsonPatchOp struct {
 // validating admission), and both must trust the serving certificate.
 type webhookConfig struct {
 	kind string
-	// get returns the object's UID and, per entry, its name and caBundle.
+	name string
+	// get returns the object's UID and its entries that carry a caBundle.
 	get   func(ctx context.Context) (types.UID, []webhookEntry, error)
 	patch func(ctx context.Context, body []byte) error
 }
 
+// webhookEntry is one caBundle of an object: at bundlePath, written only
+// while testPath still holds testValue (so that a concurrent change of the
+// object fails the patch instead of writing the wrong place).
 type webhookEntry struct {
-	name     string
-	caBundle []byte
+	caBundle   []byte
+	bundlePath string
+	testPath   string
+	testValue  any
+}
+
+// admissionEntry is entry i of a webhook configuration, named name.
+func admissionEntry(i int, name string, caBundle []byte) webhookEntry {
+	return webhookEntry{caBundle: caBundle, bundlePath: fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i),
+		testPath: fmt.Sprintf("/webhooks/%d/name", i), testValue: name}
 }
 
 // webhookConfigs are the configurations whose caBundle the Manager keeps,
@@ -49,6 +61,7 @@ func (m *Manager) webhookConfigs() []webhookConfig {
 	reg := m.cfg.Client.AdmissionregistrationV1()
 	return []webhookConfig{{
 		kind: "ValidatingWebhookConfiguration",
+		name: name,
 		get: func(ctx context.Context) (types.UID, []webhookEntry, error) {
 			o, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -56,7 +69,7 @@ func (m *Manager) webhookConfigs() []webhookConfig {
 			}
 			entries := make([]webhookEntry, len(o.Webhooks))
 			for i, wh := range o.Webhooks {
-				entries[i] = webhookEntry{wh.Name, wh.ClientConfig.CABundle}
+				entries[i] = admissionEntry(i, wh.Name, wh.ClientConfig.CABundle)
 			}
 			return o.UID, entries, nil
 		},
@@ -66,6 +79,7 @@ func (m *Manager) webhookConfigs() []webhookConfig {
 		},
 	}, {
 		kind: "MutatingWebhookConfiguration",
+		name: name,
 		get: func(ctx context.Context) (types.UID, []webhookEntry, error) {
 			o, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -73,7 +87,7 @@ func (m *Manager) webhookConfigs() []webhookConfig {
 			}
 			entries := make([]webhookEntry, len(o.Webhooks))
 			for i, wh := range o.Webhooks {
-				entries[i] = webhookEntry{wh.Name, wh.ClientConfig.CABundle}
+				entries[i] = admissionEntry(i, wh.Name, wh.ClientConfig.CABundle)
 			}
 			return o.UID, entries, nil
 		},
@@ -84,8 +98,14 @@ func (m *Manager) webhookConfigs() []webhookConfig {
 	}}
 }
 
+// caTargets are the objects whose caBundle the Manager keeps: the webhook
+// configurations, then the CRDs whose conversion webhook is this one.
+func (m *Manager) caTargets() []webhookConfig {
+	return append(m.webhookConfigs(), m.conversionCRDs()...)
+}
+
 // publish makes every entry of the webhook configurations (validating and
-// mutating, whichever exist) trust bundle. It reports since when the API
+// mutating, whichever exist) and of the conversion CRDs trust bundle. It reports since when the API
 // server may be assumed to trust the current CA (the first of bundle): the
 // time this Manager first saw every configuration carry it, or zero when
 // there is no configuration to carry it.
@@ -93,29 +113,29 @@ func (m *Manager) publish(ctx context.Context, bundle []byte) (trustedSince time
 	now := m.cfg.Now()
 	log := klog.FromContext(ctx)
 	found, patched := false, false
-	for _, c := range m.webhookConfigs() {
+	for _, c := range m.caTargets() {
 		_, entries, err := c.get(ctx)
 		if apierrors.IsNotFound(err) {
 			// Nothing calls the webhook through it (yet); it is patched as
 			// soon as it appears (Run watches it).
-			log.V(2).Info("Webhook configuration not found", "kind", c.kind, "name", m.cfg.WebhookConfiguration)
+			log.V(2).Info("Webhook configuration not found", "kind", c.kind, "name", c.name)
 			continue
 		}
 		if err != nil {
-			return time.Time{}, fmt.Errorf("read %s %s: %w", c.kind, m.cfg.WebhookConfiguration, err)
+			return time.Time{}, fmt.Errorf("read %s %s: %w", c.kind, c.name, err)
 		}
 		found = true
 		// A JSON patch that replaces only caBundle, guarded by the entry's
-		// name so that a concurrent reorder of the entries fails the patch
-		// instead of writing the wrong one.
+		// name (or the CRD's conversion strategy) so that a concurrent
+		// change fails the patch instead of writing the wrong place.
 		var ops []jsonPatchOp
-		for i, e := range entries {
+		for _, e := range entries {
 			if bytes.Equal(e.caBundle, bundle) {
 				continue
 			}
 			ops = append(ops,
-				jsonPatchOp{Op: "test", Path: fmt.Sprintf("/webhooks/%d/name", i), Value: e.name},
-				jsonPatchOp{Op: "add", Path: fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), Value: bundle})
+				jsonPatchOp{Op: "test", Path: e.testPath, Value: e.testValue},
+				jsonPatchOp{Op: "add", Path: e.bundlePath, Value: bundle})
 		}
 		if len(ops) == 0 {
 			continue
@@ -125,9 +145,9 @@ func (m *Manager) publish(ctx context.Context, bundle []byte) (trustedSince time
 			return time.Time{}, err
 		}
 		if err := c.patch(ctx, body); err != nil {
-			return time.Time{}, fmt.Errorf("patch caBundle of %s %s: %w", c.kind, m.cfg.WebhookConfiguration, err)
+			return time.Time{}, fmt.Errorf("patch caBundle of %s %s: %w", c.kind, c.name, err)
 		}
-		log.Info("Updated caBundle of the webhook configuration", "kind", c.kind, "name", m.cfg.WebhookConfiguration, "webhooks", len(ops)/2)
+		log.Info("Updated caBundle", "kind", c.kind, "name", c.name, "entries", len(ops)/2)
 		patched = true
 	}
 	if !found {

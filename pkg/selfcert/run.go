@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -60,6 +61,17 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 		configs.Start(ctx.Done())
 		defer configs.Shutdown()
+	}
+	// The conversion CRDs, one informer each (RBAC names them).
+	for _, name := range m.cfg.ConversionCRDs {
+		crds := dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.cfg.Dynamic, 0, "", func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		})
+		if _, err := crds.ForResource(crdResource).Informer().AddEventHandler(handler); err != nil {
+			return err
+		}
+		crds.Start(ctx.Done())
+		defer crds.Shutdown()
 	}
 
 	backoff := time.Second

@@ -37,6 +37,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 )
@@ -67,6 +68,11 @@ type Config struct {
 	// MutatingWebhookConfiguration whose caBundle the Manager keeps current
 	// (either may be absent); empty: none.
 	WebhookConfiguration string
+	// ConversionCRDs name the CustomResourceDefinitions whose conversion
+	// webhook is this webhook: their caBundle is kept current too while
+	// their conversion strategy is Webhook. Needs Dynamic.
+	ConversionCRDs []string
+	Dynamic        dynamic.Interface
 	// Hosts are the DNS names (and IP addresses) of the serving certificate;
 	// the first one is its common name.
 	Hosts []string
@@ -112,6 +118,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.New("selfcert: the Secret's namespace and name are required")
 	case len(cfg.Hosts) == 0:
 		return nil, errors.New("selfcert: at least one DNS name is required")
+	case len(cfg.ConversionCRDs) > 0 && cfg.Dynamic == nil:
+		return nil, errors.New("selfcert: conversion CRDs need a dynamic client")
 	}
 	if cfg.CAValidity <= 0 {
 		cfg.CAValidity = DefaultCAValidity
