@@ -21,7 +21,12 @@
 //
 //	snapctl doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]
 //
-// explains every snapshot object that is stuck, and
+// explains every snapshot object that is stuck,
+//
+//	snapctl migrate-storage [--dry-run] [--resources NAME,...] [--workers N] [--kubeconfig PATH]
+//
+// rewrites every object of the snapshot CRDs at its CRD's storage version
+// and then trims the CRD's status.storedVersions to that version, and
 //
 //	snapctl selftest webhook [--kubeconfig PATH]
 //
@@ -64,6 +69,7 @@ func progName(arg0 string) string {
 const usageFormat = `usage: %[1]s validate [-o text|json] [--kubeconfig PATH] [-n NAMESPACE] [-v] [--strict-populators] [--allow-cross-namespace-data-source] PATH|-...
        %[1]s crd-check --crds DIR [--kubeconfig PATH]
        %[1]s doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]
+       %[1]s migrate-storage [--dry-run] [--resources NAME,...] [--workers N] [--page-size N] [-o text|json] [--kubeconfig PATH]
        %[1]s selftest webhook [--kubeconfig PATH] [--class-name NAME] [--timeout DURATION]
        %[1]s help | --version`
 
@@ -89,6 +95,8 @@ func run(prog string, args []string, stdout, stderr io.Writer) int {
 		return runCRDCheck(prog, args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(prog, args[1:], stdout, stderr)
+	case "migrate-storage":
+		return runMigrate(prog, args[1:], stdout, stderr) // migrate.go
 	case "selftest":
 		return runSelftest(prog, args[1:], stdout, stderr) // selftest.go
 	}

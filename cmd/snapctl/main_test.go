@@ -85,6 +85,10 @@ func TestPluginNameInHelpAndErrors(t *testing.T) {
 		{[]string{"doctor", "-h"}, 0, false, "Usage of %[1]s doctor:"},
 		{[]string{"validate"}, 2, false, "%[1]s validate: no PATH given"},
 		{[]string{"crd-check"}, 2, false, "usage: %[1]s validate"},
+		{[]string{"help"}, 0, true, "       %[1]s migrate-storage [--dry-run]"},
+		{[]string{"migrate-storage", "--workers", "0"}, 2, false, "%[1]s migrate-storage: --workers must be at least 1"},
+		{[]string{"migrate-storage", "extra"}, 2, false, "usage: %[1]s migrate-storage [--dry-run]"},
+		{[]string{"migrate-storage", "-h"}, 0, false, "Usage of %[1]s migrate-storage:"},
 		{[]string{"--version"}, 0, true, "%[1]s "},
 	}
 	for _, prog := range []string{"kubectl snapkeeper", "snapctl"} {

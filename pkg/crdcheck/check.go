@@ -102,14 +102,15 @@ func checkOne(cur, next CRD) []Finding {
 	if len(missing) > 0 {
 		out = append(out, Finding{CRD: name, Severity: Blocking, Message: fmt.Sprintf(
 			"status.storedVersions lists %s, which the new CRD does not define, so the API server will refuse the upgrade; "+
-				"first rewrite every object in the current storage version %s (for example: kubectl get %s -A -o json | kubectl replace -f -), "+
-				"then remove %s from the list (kubectl patch crd %s --subresource=status --type=merge -p '{\"status\":{\"storedVersions\":[\"%s\"]}}')",
-			strings.Join(missing, ", "), cur.storage(), name, strings.Join(missing, ", "), name, cur.storage())})
+				"first rewrite every object in the current storage version %s and remove %s from the list: "+
+				"snapctl migrate-storage --resources %s (dry run first: --dry-run) does both; by hand, rewrite every object read at %s "+
+				"and then kubectl patch crd %s --subresource=status --type=merge -p '{\"status\":{\"storedVersions\":[\"%s\"]}}'",
+			strings.Join(missing, ", "), cur.storage(), strings.Join(missing, ", "), name, cur.storage(), name, cur.storage())})
 	}
 	if len(older) > 0 {
 		out = append(out, Finding{CRD: name, Severity: Warning, Message: fmt.Sprintf(
 			"status.storedVersions still lists %s besides the storage version %s: objects written at %s may keep fields of that version "+
-				"(the CRD converts without a webhook); rewrite them (kubectl get %s -A -o json | kubectl replace -f -) and then drop %s from status.storedVersions",
+				"(the CRD converts without a webhook); snapctl migrate-storage --resources %s rewrites them and drops %s from status.storedVersions",
 			strings.Join(older, ", "), storage, strings.Join(older, ", "), name, strings.Join(older, ", "))})
 	}
 	return out

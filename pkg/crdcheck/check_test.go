@@ -28,7 +28,7 @@ func TestCheck(t *testing.T) {
 			Version{Name: "v1beta2", Storage: true})}},
 		{name: "a stored version the new CRD lacks",
 			live: []CRD{crd(groups, []string{"v1beta1", "v1beta2"}, Version{Name: "v1beta1", Storage: true}, Version{Name: "v1beta2"})},
-			want: []Severity{Blocking}, saying: []string{"v1beta1", "refuse", "kubectl patch crd " + groups, "kubectl replace"}},
+			want: []Severity{Blocking}, saying: []string{"v1beta1", "refuse", "kubectl patch crd " + groups, "snapctl migrate-storage --resources " + groups}},
 		{name: "an older stored version the new CRD still has",
 			live: []CRD{crd(groups, []string{"v1", "v1beta2"}, Version{Name: "v1beta2", Storage: true}, Version{Name: "v1"})},
 			want: []Severity{Warning}, saying: []string{"v1", "rewrite"}},
