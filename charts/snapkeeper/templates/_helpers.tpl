@@ -140,3 +140,11 @@ app.kubernetes.io/component: {{ .component }}
     resourceFieldRef:
       resource: limits.memory
 {{- end }}
+
+{{/*
+The group snapshot CRDs whose conversion webhook is the webhook's /convert
+(crds.groupConversion.enabled), as a JSON list.
+*/}}
+{{- define "snapkeeper.groupConversionCRDs" -}}
+{{- list "volumegroupsnapshots.groupsnapshot.storage.k8s.io" "volumegroupsnapshotcontents.groupsnapshot.storage.k8s.io" "volumegroupsnapshotclasses.groupsnapshot.storage.k8s.io" | toJson -}}
+{{- end }}

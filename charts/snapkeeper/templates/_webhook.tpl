@@ -20,6 +20,9 @@
 - --self-managed-secret={{ include "snapkeeper.webhook.secretName" $root }}
 - --self-managed-namespace={{ $root.Release.Namespace }}
 - --self-managed-webhook-configuration={{ include "snapkeeper.webhook.fullname" $root }}
+{{- if and $root.Values.crds.groupConversion.enabled $root.Values.crds.install }}
+- --self-managed-conversion-crds={{ include "snapkeeper.groupConversionCRDs" $root | fromJsonArray | join "," }}
+{{- end }}
 - --self-managed-dns-names={{ include "snapkeeper.webhook.dnsNames" $root | fromJsonArray | join "," }}
 - --self-managed-ca-validity={{ $sm.caValidity }}
 - --self-managed-cert-validity={{ $sm.certValidity }}
