@@ -18,12 +18,13 @@ TEST_TIMEOUT ?= 45m
 FAULTS_TIMEOUT ?= 150m
 BENCH_N      ?= 500
 
+PROM_TOOLS := $(BIN)/promtool $(BIN)/promql-series
 KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/etcd
-TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix
+TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix $(PROM_TOOLS)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
-.PHONY: all build test unit fuzz fuzz-short test-tools e2e test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
+.PHONY: all build test unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
 all: build
 
@@ -68,6 +69,15 @@ $(BIN)/mock-csi-driver: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard
 
 $(BIN)/helm: hack/tools/helm/go.mod hack/tools/helm/go.sum
 	cd hack/tools/helm && $(GO) build -ldflags "-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37" -o $(ABS_BIN)/helm helm.sh/helm/v3/cmd/helm
+
+# promtool (module v0.316.0, Prometheus 3.16.0) and our promql-series,
+# which parses PromQL with the same module's parser: one `go build` so they
+# share compilation; remove_all_sd leaves Prometheus' cloud service
+# discoveries out (hack/tools/promtool/tools.go). test/e2e/metrics checks the chart's
+# alerts, its dashboard and real scrapes with them (docs/metrics.md).
+$(PROM_TOOLS) &: hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/tools/promtool/promql-series/main.go
+	cd hack/tools/promtool && $(GO) build -tags remove_all_sd -ldflags "-X github.com/prometheus/common/version.Version=3.16.0" -o $(ABS_BIN)/ github.com/prometheus/prometheus/cmd/promtool ./promql-series
+	touch $(PROM_TOOLS)
 
 $(BIN)/controller-gen: hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
 	cd hack/tools/controller-gen && $(GO) build -o $(ABS_BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -115,6 +125,13 @@ test-tools: tools
 # FAULT_SEED=<n> replays the fault suite's random choices.
 e2e: tools $(PEERS)
 	$(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+
+# The monitoring checks alone (docs/metrics.md, "Checking alerts, dashboard
+# and metrics"): promtool on the chart's PrometheusRule and its unit tests,
+# promtool check metrics on real scrapes, and the series the alerts and the
+# Grafana dashboard read. `make e2e` runs them too.
+test-monitoring: $(KUBE_TOOLS) $(BIN)/mock-csi-driver $(BIN)/helm $(PROM_TOOLS)
+	$(GO) test -count=1 -timeout 10m -run 'Promtool|Alert|Series' ./test/e2e/metrics
 
 # The fault-injection suite at full size (docs/faults.md); FAULT_SEED=<n>
 # replays a run, FAULTS_ARGS adds `go test` flags, e.g. -run.
