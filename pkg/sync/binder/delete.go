@@ -66,7 +66,12 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 		}
 		return workloop.Result{}, err
 	}
+	// Without a content (a Delete content is gone by now) the driver is
+	// the class's, as for the gauges.
 	driver, why := "", "no content exists for it"
+	if vs.Spec.VolumeSnapshotClassName != nil {
+		driver = c.classDriver(*vs.Spec.VolumeSnapshotClassName)
+	}
 	if content != nil {
 		driver, why = content.Spec.Driver, "its content is retained"
 	}

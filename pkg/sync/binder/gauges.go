@@ -125,15 +125,25 @@ func (g *Gauges) driverAndClass(vs *snapv1.VolumeSnapshot) (string, string) {
 			class = *content.Spec.VolumeSnapshotClassName
 		}
 	}
-	if driver == "" && class != "" {
-		if cl, err := g.c.classes.Get(class); err == nil {
-			driver = cl.Driver
-		}
+	if driver == "" {
+		driver = g.c.classDriver(class)
 	}
 	if driver == "" {
 		driver = unknownDriver
 	}
 	return driver, class
+}
+
+// classDriver is the driver of the VolumeSnapshotClass named class, or ""
+// when there is no such class in the cache.
+func (c *Controller) classDriver(class string) string {
+	if class == "" {
+		return ""
+	}
+	if cl, err := c.classes.Get(class); err == nil {
+		return cl.Driver
+	}
+	return ""
 }
 
 // Describe implements prometheus.Collector.

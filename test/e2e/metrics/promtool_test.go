@@ -319,7 +319,8 @@ func realScrapes(t *testing.T) []scrape {
 	waitMetric(t, binder, 1, "snapkeeper_driver_default_group_classes", drv)
 	waitMetric(t, binder, 0, "snapkeeper_driver_without_csi_side", drv)
 	waitMetric(t, binder, 1, "leader_election_master_status", `name="snapshot-controller-leader"`)
-	waitMetric(t, binder, 1, "snapshot_controller_operation_total_seconds_count", `operation_name="DeleteSnapshot"`)
+	// The content is gone when the snapshot is released: the driver is the class's.
+	waitMetric(t, binder, 1, "snapshot_controller_operation_total_seconds_count", `operation_name="DeleteSnapshot"`, `driver_name="`+s.Drv.Name+`"`)
 	waitSeries(t, csi, "csi_sidecar_operations_seconds_count", `method_name="/csi.v1.Controller/DeleteSnapshot"`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
