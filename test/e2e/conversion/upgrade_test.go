@@ -169,6 +169,16 @@ func TestGroupsStoredAsV1beta1UpgradeThroughConversion(t *testing.T) {
 	t.Logf("migrate-storage: %d objects in %v, writes %s\n%s", stored, took.Round(time.Millisecond), after.Sub(before), out)
 	checkV1(t, env, s.NS)
 
+	samples, err := w.Scrape(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, failed := samples.Sum("snapkeeper_webhook_conversions_total", `result="success"`), samples.Sum("snapkeeper_webhook_conversions_total", `result="error"`)
+	if ok == 0 || failed != 0 {
+		t.Errorf("webhook converted %v objects and failed %v", ok, failed)
+	}
+	t.Logf("/convert: %v objects converted, %v failed", ok, failed)
+
 	// The groups still live and die as groups.
 	for g := range groups {
 		if err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(s.NS).Delete(ctx, fmt.Sprintf("app-%d", g), metav1.DeleteOptions{}); err != nil {
