@@ -53,7 +53,13 @@ var (
 // then our chart's CRDs with crds.groupConversion.enabled are applied.
 func TestGroupsStoredAsV1beta1UpgradeThroughConversion(t *testing.T) {
 	ctx := context.Background()
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "conv", NoClass: true,
+	sizes := map[string]int64{} // the driver reports each member's size
+	for g := range groups {
+		for m := range perGroup {
+			sizes[fmt.Sprintf("app-%d-data-%d", g, m)] = int64(m+1) << 30
+		}
+	}
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "conv", NoClass: true, ClaimSizes: sizes,
 		ControllerArgs: []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}})
 	env := s.Env
 	class := &groupv1.VolumeGroupSnapshotClass{
@@ -166,7 +172,7 @@ func TestGroupsStoredAsV1beta1UpgradeThroughConversion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("migrate-storage: %d objects in %v, writes %s\n%s", stored, took.Round(time.Millisecond), after.Sub(before), out)
+	t.Logf("migrate-storage (all six CRDs; %d group objects): %v, writes %s\n%s", stored, took.Round(time.Millisecond), after.Sub(before), out)
 	checkV1(t, env, s.NS)
 
 	samples, err := w.Scrape(ctx)
