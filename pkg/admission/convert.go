@@ -68,7 +68,9 @@ func NewConverter(members conversion.Members, maxBytes int64, metrics *Metrics) 
 func (c *Converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	result := verdictError
-	defer func() { c.metrics.observe(outcome{resource: "convert", operation: "convert", verdict: result}, time.Since(start)) }()
+	defer func() {
+		c.metrics.observe(outcome{resource: "convert", operation: "convert", verdict: result}, time.Since(start))
+	}()
 	if status, err := checkPost(r, "ConversionReviews", c.maxBytes); err != nil {
 		writeConversion(w, status, &conversionResponse{Result: failure(err.Error())})
 		return

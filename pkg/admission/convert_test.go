@@ -141,4 +141,3 @@ func (f fakeMembers) Member(driver, group, handle string) (conversion.MemberInfo
 }
 
 func ptrTo[T any](v T) *T { return &v }
-

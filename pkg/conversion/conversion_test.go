@@ -110,8 +110,8 @@ func TestV1beta1PairsBecomeInfosFilledFromTheirMemberContents(t *testing.T) {
 	 "spec":{"driver":"d"},"status":{"volumeGroupSnapshotHandle":"g1","volumeSnapshotHandlePairList":[
 	  {"volumeHandle":"v1","snapshotHandle":"s1"},{"volumeHandle":"v2","snapshotHandle":"s2"},{"volumeHandle":"v3","snapshotHandle":"s3"}]}}`)
 	members := fakeMembers{
-		"d/g1/s1": {CreationTime: ptr(int64(1733300000123456789)), ReadyToUse: ptr(true), RestoreSize: ptr(int64(5 << 30))},
-		"d/g1/s2": {ReadyToUse: ptr(true)},
+		"d/g1/s1":    {CreationTime: ptr(int64(1733300000123456789)), ReadyToUse: ptr(true), RestoreSize: ptr(int64(5 << 30))},
+		"d/g1/s2":    {ReadyToUse: ptr(true)},
 		"d/other/s3": {ReadyToUse: ptr(true)}, // another group's member: not taken
 	}
 	out := mustConvert(t, in, apiV1, members)
