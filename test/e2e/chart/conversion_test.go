@@ -63,7 +63,7 @@ func TestGroupConversionIsRegisteredPerCertificateMode(t *testing.T) {
 			t.Errorf("default values: %s converts", name)
 		}
 	}
-	if _, err := h.run(append([]string{"template", "snapkeeper", chartDir(), "--set", "crds.groupConversion.enabled=true", "--set", "webhook.enabled=false"})...); err == nil ||
+	if _, err := h.run("template", "snapkeeper", chartDir(), "--set", "crds.groupConversion.enabled=true", "--set", "webhook.enabled=false"); err == nil ||
 		!strings.Contains(err.Error(), "crds.groupConversion.enabled needs webhook.enabled") {
 		t.Errorf("conversion without the webhook: %v", err)
 	}
