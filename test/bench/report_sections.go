@@ -18,7 +18,7 @@ func (r *report) targetsSection(b *strings.Builder) {
 			steadyOurs = s
 		}
 	}
-	p("## Targets (issues 4 and 7)")
+	p("## Targets")
 	p("")
 	p("| target | measured | |")
 	p("|---|---|---|")
@@ -82,7 +82,7 @@ func (r *report) targetsSection(b *strings.Builder) {
 				}
 			}
 			if what != "" {
-				p("| admission p99 under 5 ms, directly, concurrency %d (issue 3) | %s (%s) | %s |", c, ms(worst), what, verdict(worst < 5*time.Millisecond))
+				p("| admission p99 under 5 ms, directly, concurrency %d | %s (%s) | %s |", c, ms(worst), what, verdict(worst < 5*time.Millisecond))
 			}
 		}
 	}
