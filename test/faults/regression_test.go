@@ -15,7 +15,7 @@ import (
 // the being-created mark stays); every retry of the same CreateSnapshot then
 // fails with Internal, a final code, before reaching the backend. A final
 // error proves only that its own call cut nothing, so the CSI side keeps the
-// mark (pkg/sync/csiside/create.go, createFailed), and a deletion waits for
+// mark (pkg/sync/csiside/lifecycle.go, createFailed), and a deletion waits for
 // the handle instead of walking away without a DeleteSnapshot
 // (pkg/sync/csiside/delete.go, finishInFlight). Once the driver answers,
 // everything goes and nothing is left in the backend.

@@ -15,7 +15,6 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -248,52 +247,11 @@ func (c *Controller) forget(name string) {
 	c.retries.forget(name)
 }
 
-// sync handles one content, read from the informer cache. NEVER modify that
-// copy: it is shared with every other reader of the cache.
+// sync handles one content through the one lifecycle (lifecycle.go).
 func (c *Controller) sync(ctx context.Context, name string) (workloop.Result, error) {
 	content, err := c.contents.Get(name)
-	if apierrors.IsNotFound(err) {
-		c.forget(name)
-		return workloop.Result{}, nil
-	}
 	if err != nil {
-		return workloop.Result{}, fmt.Errorf("reading content %s from the cache: %w", name, err)
+		return c.syncItem(ctx, name, nil, err)
 	}
-	if !c.handles(content) {
-		c.forget(name)
-		return workloop.Result{}, nil
-	}
-	logger := klog.FromContext(ctx).WithValues("content", name)
-	if c.cfg.Writer.Stale(content) {
-		logger.V(5).Info("Cached copy predates our last write; waiting for its event", "resourceVersion", content.ResourceVersion)
-		return workloop.Result{RequeueAfter: staleRecheck}, nil
-	}
-	return c.dispatch(klog.NewContext(ctx, logger), content)
-}
-
-// dispatch picks the state function of a content.
-func (c *Controller) dispatch(ctx context.Context, content *snapv1.VolumeSnapshotContent) (workloop.Result, error) {
-	switch {
-	case snapshot.IsBeingDeleted(content):
-		return c.syncDeleting(ctx, content)
-	case isGroupMember(content):
-		return workloop.Result{}, nil // the binder writes a member's status
-	case snapshot.ContentSpecError(content) != "":
-		// Stored before the CRD's rules existed: no CSI call, the error is
-		// shown once, and only a new version of the object brings it back.
-		_, err := c.setError(ctx, content, snapshot.ReasonContentValidationError, snapshot.ContentSpecError(content))
-		return workloop.Result{}, err
-	case isDynamic(content) && statusHandle(content) == "":
-		return c.syncCreating(ctx, content)
-	}
-	content, err := c.fixMetadata(ctx, content)
-	if err != nil {
-		return workloop.Result{}, err
-	}
-	if isReady(content) {
-		c.polls.forget(content.Name)
-		c.retries.forget(content.Name)
-		return workloop.Result{}, nil
-	}
-	return c.syncUnready(ctx, content)
+	return c.syncItem(ctx, name, c.single(content), nil)
 }

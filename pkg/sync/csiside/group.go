@@ -2,19 +2,14 @@ package csiside
 
 import (
 	"context"
-	"fmt"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	groupinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumegroupsnapshot/v1"
 	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
-	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
 // GroupConfig turns on the group content loop: the driver offers the group
@@ -88,57 +83,12 @@ func (c *Controller) onGroupContentDeleted(obj any) {
 	}
 }
 
-// groupKey keeps the group contents' backoffs apart from the contents'.
-func groupKey(name string) string { return "group/" + name }
-
-// syncGroupContent handles one group content from the cache (never modify
-// the cached copy).
+// syncGroupContent handles one group content through the one lifecycle
+// (lifecycle.go).
 func (c *Controller) syncGroupContent(ctx context.Context, name string) (workloop.Result, error) {
 	content, err := c.groups.contents.Get(name)
-	if apierrors.IsNotFound(err) {
-		c.forget(groupKey(name))
-		return workloop.Result{}, nil
-	}
 	if err != nil {
-		return workloop.Result{}, fmt.Errorf("reading group content %s from the cache: %w", name, err)
+		return c.syncItem(ctx, groupKey(name), nil, err)
 	}
-	if content.Spec.Driver != c.driver {
-		return workloop.Result{}, nil
-	}
-	if c.cfg.Writer.Stale(content) {
-		return workloop.Result{RequeueAfter: staleRecheck}, nil
-	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("groupContent", name))
-	switch {
-	case content.DeletionTimestamp != nil:
-		return c.groupDeleting(ctx, content)
-	case groupHandle(content) == "" && len(content.Spec.Source.VolumeHandles) > 0:
-		return c.groupCreating(ctx, content)
-	case !groupReady(content):
-		return c.groupUnready(ctx, content)
-	}
-	c.forget(groupKey(name))
-	p := &writer.Patch{}
-	p.Meta.RemoveAnnotation(content, snapshot.AnnGroupBeingCreated)
-	if content.Spec.DeletionPolicy == "Delete" {
-		p.Meta.AddFinalizers(content, snapshot.FinalizerGroupContentBound)
-	}
-	_, err = c.cfg.Writer.PatchGroupContent(ctx, content, p)
-	return workloop.Result{}, err
-}
-
-// groupHandle is the backend group id the content knows, from its status or
-// (pre-provisioned) its source.
-func groupHandle(content *groupv1.VolumeGroupSnapshotContent) string {
-	if st := content.Status; st != nil && st.VolumeGroupSnapshotHandle != nil {
-		return *st.VolumeGroupSnapshotHandle
-	}
-	if h := content.Spec.Source.GroupSnapshotHandles; h != nil {
-		return h.VolumeGroupSnapshotHandle
-	}
-	return ""
-}
-
-func groupReady(content *groupv1.VolumeGroupSnapshotContent) bool {
-	return content.Status != nil && content.Status.ReadyToUse != nil && *content.Status.ReadyToUse
+	return c.syncItem(ctx, groupKey(name), c.group(content), nil)
 }

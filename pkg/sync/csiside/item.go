@@ -1,0 +1,106 @@
+package csiside
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/pkg/csi"
+	"github.com/snapkeeper/snapkeeper/pkg/writer"
+)
+
+// item is a content of either kind, a VolumeSnapshotContent (single.go) or
+// a VolumeGroupSnapshotContent (group_item.go), as the one lifecycle
+// (lifecycle.go, delete.go) sees it. The state steps are written once over
+// item; what differs between the kinds is data (kindNames) or one of the
+// small kind-specific methods below: the CSI calls, the status fields an
+// answer sets, and the writes.
+type item interface {
+	object() object
+	names() *kindNames
+	// key names the content in the backoffs; the kinds' keys never meet.
+	key() string
+	// ours reports whether this CSI side handles the content (its driver,
+	// and with --node-deployment its node).
+	ours() bool
+	// member reports a member of a group: the group's calls cut and delete
+	// its backend snapshot, and the binder writes its status.
+	member() bool
+	// specError is what makes the spec unusable (stored before the CRD's
+	// rules), or "".
+	specError() string
+
+	snapshotUID() types.UID
+	deletePolicy() bool
+	// dynamic: cut from volumes, as opposed to pre-provisioned handles.
+	dynamic() bool
+	// statusHandle is the backend id stored in status; knownHandle falls
+	// back to the pre-provisioned one.
+	statusHandle() string
+	knownHandle() string
+	ready() bool
+	errorMessage() string
+	readyUnset() bool
+
+	// prepareCut builds the create call (also the readiness poll of a
+	// dynamic content and the finishing of an in-flight create).
+	prepareCut(ctx context.Context) (cutCall, error)
+	// read asks the driver about a content that is not known to be ready.
+	read(ctx context.Context) (answer, error)
+	// deleteBackend deletes the backend snapshot (or group) handle.
+	deleteBackend(ctx context.Context, handle string) error
+	// statusFor is the status fields that differ from what the driver
+	// answered; handleCleared the fields that forget a deleted handle.
+	statusFor(a answer, now time.Time) map[string]any
+	handleCleared() map[string]any
+
+	patchMeta(ctx context.Context, p *writer.Patch) (item, error)
+	patchStatus(ctx context.Context, fields map[string]any) (item, error)
+	// liveVersion is the API server's resourceVersion of the content, ""
+	// when it is gone.
+	liveVersion(ctx context.Context) (string, error)
+}
+
+// object is what the writer, the events and the metadata helpers take.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// kindNames are the names a kind uses for the same rules: its marks, its
+// finalizer, its event reasons and the words of its messages.
+type kindNames struct {
+	beingCreated, beingDeleted, finalizer   string
+	reasonCreate, reasonCheck, reasonDelete string
+	// createCall and deleteCall name the CSI calls; what the backend object;
+	// checkFailed starts the message of a failed readiness check.
+	createCall, deleteCall, what, checkFailed string
+	// logKey names the content in log lines.
+	logKey string
+}
+
+// cutCall is a prepared create call.
+type cutCall struct {
+	name   string
+	logKVs []any
+	run    func(ctx context.Context) (answer, error)
+}
+
+// answer is what the driver said about a backend snapshot or group.
+type answer struct {
+	id     string
+	ready  bool
+	single *csi.Snapshot
+	group  *csi.GroupSnapshot
+}
+
+func snapAnswer(s *csi.Snapshot) answer {
+	return answer{id: s.ID, ready: s.ReadyToUse, single: s}
+}
+
+func groupAnswer(g *csi.GroupSnapshot) answer {
+	return answer{id: g.ID, ready: g.ReadyToUse, group: g}
+}
