@@ -49,7 +49,7 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 	}
 	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(vs.Namespace, vs.Name))
 	if content != nil {
-		if err := c.tearDown(ctx, logger, content); err != nil {
+		if err := c.tearDown(ctx, logger, snapContent{content}); err != nil {
 			return workloop.Result{}, err
 		}
 		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
@@ -78,30 +78,29 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 	// Said at -v=2: a snapshot released while its content lives would
 	// leave the content and its backend snapshot behind for good.
 	logger.V(2).Info("Released the deleted VolumeSnapshot", "content", contentNameOf(vs), "why", why)
-	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshot, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
-	c.cfg.Metrics.finish(vs.UID, OpCreateSnapshotAndReady, driver, snapType(vs), "cancel", vs.CreationTimestamp.Time)
-	c.cfg.Metrics.finish(vs.UID, OpDeleteSnapshot, driver, snapType(vs), "success", vs.DeletionTimestamp.Time)
+	c.cfg.Metrics.released(vs.UID, snapshotOps, driver, snapType(vs), vs.CreationTimestamp.Time, vs.DeletionTimestamp.Time)
 	return workloop.Result{}, nil
 }
 
 // tearDown puts the being-deleted mark on the content of a deleted
-// snapshot, whatever its policy, and deletes a Delete content: the CSI side
-// then removes its backend snapshot and its finalizer.
-func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content *snapv1.VolumeSnapshotContent) error {
+// snapshot or group, whatever its policy, and deletes a Delete content: the
+// CSI side then removes its backend snapshot (or group) and its finalizer.
+func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content boundContent) error {
+	obj := content.object()
 	mark := &writer.Patch{}
-	mark.Meta.SetAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes)
-	if _, err := c.cfg.Writer.PatchContent(ctx, content, mark); err != nil {
+	mark.Meta.SetAnnotation(obj, content.beingDeleted(), snapshot.ValueYes)
+	if err := content.patchMeta(ctx, c.cfg.Writer, mark); err != nil {
 		return err
 	}
 	// The cache may show it undeleted a moment after our delete: the
 	// writer remembers the delete until it does.
-	if content.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete || content.DeletionTimestamp != nil || c.lag.DeleteSent(content.UID) {
+	if !content.deletePolicy() || obj.GetDeletionTimestamp() != nil || c.lag.DeleteSent(obj.GetUID()) {
 		return nil
 	}
-	if err := c.cfg.Writer.DeleteContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
+	if err := content.delete(ctx, c.cfg.Writer); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	logger.V(2).Info("Deleted the VolumeSnapshotContent of a deleted VolumeSnapshot", "content", content.Name)
+	logger.V(2).Info("Deleted the content of a deleted snapshot", "content", obj.GetName())
 	return nil
 }
 

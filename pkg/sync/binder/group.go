@@ -151,16 +151,10 @@ func (c *Controller) groupPreProvisioned(ctx context.Context, g *groupv1.VolumeG
 // preProvisionedGroupContent returns the content a pre-provisioned group
 // names, or the problem that keeps them from binding.
 func (c *Controller) preProvisionedGroupContent(g *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshotContent, *problem) {
-	name := *g.Spec.Source.VolumeGroupSnapshotContentName
-	content, err := c.groupContents.Get(name)
-	if err != nil {
-		return nil, staticGroup.check(name, staticContent{}, g.Namespace, g.Name, g.UID)
-	}
-	if p := staticGroup.check(name, staticContent{exists: true, ref: content.Spec.VolumeGroupSnapshotRef,
-		dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}, g.Namespace, g.Name, g.UID); p != nil {
-		return nil, p
-	}
-	return content, nil
+	return preProvisioned(staticGroup, *g.Spec.Source.VolumeGroupSnapshotContentName, c.groupContents.Get,
+		func(content *groupv1.VolumeGroupSnapshotContent) staticContent {
+			return staticContent{ref: content.Spec.VolumeGroupSnapshotRef, dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}
+		}, g.Namespace, g.Name, g.UID)
 }
 
 // groupBound keeps a bound group's finalizer, members and status in line

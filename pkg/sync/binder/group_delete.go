@@ -7,6 +7,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
@@ -38,9 +39,7 @@ func (c *Controller) groupDeleting(ctx context.Context, g *groupv1.VolumeGroupSn
 	if content != nil {
 		driver = content.Spec.Driver
 	}
-	c.cfg.Metrics.finish(g.UID, OpCreateGroupSnapshot, driver, groupType(g), "cancel", g.CreationTimestamp.Time)
-	c.cfg.Metrics.finish(g.UID, OpCreateGroupSnapshotAndReady, driver, groupType(g), "cancel", g.CreationTimestamp.Time)
-	c.cfg.Metrics.finish(g.UID, OpDeleteGroupSnapshot, driver, groupType(g), "success", g.DeletionTimestamp.Time)
+	c.cfg.Metrics.released(g.UID, groupOps, driver, groupType(g), g.CreationTimestamp.Time, g.DeletionTimestamp.Time)
 	return workloop.Result{}, nil
 }
 
@@ -92,16 +91,9 @@ func (c *Controller) groupTearDown(ctx context.Context, g *groupv1.VolumeGroupSn
 	if content != nil && c.cfg.Writer.Stale(content) {
 		return content, true, nil
 	}
-	if content != nil {
-		mark := &writer.Patch{}
-		mark.Meta.SetAnnotation(content, snapshot.AnnGroupBeingDeleted, snapshot.ValueYes)
-		if _, err := c.cfg.Writer.PatchGroupContent(ctx, content, mark); err != nil {
-			return content, false, err
-		}
-	}
 	deleteContent := content != nil && content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
-	if deleteContent && content.DeletionTimestamp == nil && !c.lag.DeleteSent(content.UID) {
-		if err := c.cfg.Writer.DeleteGroupContent(ctx, content); err != nil && !apierrors.IsNotFound(err) {
+	if content != nil {
+		if err := c.tearDown(ctx, klog.FromContext(ctx), groupContent{content}); err != nil {
 			return content, false, err
 		}
 	}

@@ -2,12 +2,10 @@ package binder
 
 import (
 	"sort"
-	"strings"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
@@ -72,43 +70,6 @@ func (c *Controller) planGroup(g *groupv1.VolumeGroupSnapshot) (*groupPlan, *pro
 		return nil, prob
 	}
 	return plan, nil
-}
-
-// resolveGroupClass returns the named group class, or the single default
-// group class of the driver.
-func (c *Controller) resolveGroupClass(g *groupv1.VolumeGroupSnapshot, driver string) (*groupv1.VolumeGroupSnapshotClass, *problem) {
-	if n := g.Spec.VolumeGroupSnapshotClassName; n != nil {
-		class, err := c.groupClasses.Get(*n)
-		if err != nil {
-			return nil, problemf(snapshot.ReasonGetGroupSnapshotClassFailed,
-				"VolumeGroupSnapshotClass %q does not exist yet; create it or fix spec.volumeGroupSnapshotClassName", *n)
-		}
-		return class, nil
-	}
-	all, err := c.groupClasses.List(labels.Everything())
-	if err != nil {
-		return nil, problemf(snapshot.ReasonGetGroupSnapshotClassFailed, "cannot list VolumeGroupSnapshotClasses: %v", err)
-	}
-	var names []string
-	var found *groupv1.VolumeGroupSnapshotClass
-	for _, cl := range all {
-		if cl.Driver == driver && snapshot.IsDefaultGroupClass(cl.Annotations) {
-			names, found = append(names, cl.Name), cl
-		}
-	}
-	switch len(names) {
-	case 1:
-		return found, nil
-	case 0:
-		return nil, problemf(snapshot.ReasonSetDefaultGroupSnapshotClassFailed,
-			"no default VolumeGroupSnapshotClass for driver %q; set spec.volumeGroupSnapshotClassName, or annotate one group class of that driver with %s: \"true\"",
-			driver, snapshot.AnnGroupDefaultClass)
-	default:
-		sort.Strings(names)
-		return nil, problemf(snapshot.ReasonSetDefaultGroupSnapshotClassFailed,
-			"%d VolumeGroupSnapshotClasses are the default for driver %q (%s); keep annotation %s on only one of them, or set spec.volumeGroupSnapshotClassName",
-			len(names), driver, strings.Join(names, ", "), snapshot.AnnGroupDefaultClass)
-	}
 }
 
 // newGroupContent builds the dynamic group content, born with its

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,31 +72,12 @@ func groupType(g *groupv1.VolumeGroupSnapshot) string {
 	return typeDynamic
 }
 
-// setGroupError records a problem on the group's status.error (readyToUse
-// false, except for class problems) with a Warning event, only when the
-// message changes.
+// setGroupError records a problem on the group's status.error (report).
 func (c *Controller) setGroupError(ctx context.Context, g *groupv1.VolumeGroupSnapshot, p *problem) error {
-	msg := snapshot.TrimMessage(p.Message)
-	if g.Status != nil && g.Status.Error != nil && g.Status.Error.Message != nil && *g.Status.Error.Message == msg {
-		return nil
-	}
-	now := metav1.Now()
-	status := map[string]any{"error": &snapv1.VolumeSnapshotError{Time: &now, Message: &msg}}
-	if p.Reason != snapshot.ReasonGetGroupSnapshotClassFailed && p.Reason != snapshot.ReasonSetDefaultGroupSnapshotClassFailed {
-		ready := false
-		status["readyToUse"] = &ready
-	}
-	if _, err := c.cfg.Writer.PatchGroupStatus(ctx, g, status); err != nil {
-		return err
-	}
-	c.cfg.Recorder.Event(g, corev1.EventTypeWarning, p.Reason, msg)
-	return nil
+	return c.report(ctx, groupSubject{g}, p)
 }
 
-// groupFail records a problem and re-checks later.
+// groupFail records a problem and re-checks later (failed).
 func (c *Controller) groupFail(ctx context.Context, g *groupv1.VolumeGroupSnapshot, p *problem) (workloop.Result, error) {
-	if err := c.setGroupError(ctx, g, p); err != nil {
-		return workloop.Result{}, err
-	}
-	return workloop.Result{RequeueAfter: c.recheck()}, nil
+	return c.failed(ctx, groupSubject{g}, p)
 }

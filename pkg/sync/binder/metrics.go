@@ -85,3 +85,20 @@ func (m *Metrics) finish(uid types.UID, op, driver, snapType, status string, sin
 	}
 	m.duration.WithLabelValues(driver, op, status, snapType).Observe(time.Since(since).Seconds())
 }
+
+// ops are a kind's three operations.
+type ops struct{ create, createAndReady, delete string }
+
+var (
+	snapshotOps = ops{OpCreateSnapshot, OpCreateSnapshotAndReady, OpDeleteSnapshot}
+	groupOps    = ops{OpCreateGroupSnapshot, OpCreateGroupSnapshotAndReady, OpDeleteGroupSnapshot}
+)
+
+// released ends the operations of a deleted snapshot or group once its
+// finalizers are gone: the creates as cancelled (a no-op when they ended),
+// the delete as a success.
+func (m *Metrics) released(uid types.UID, o ops, driver, snapType string, created, deleted time.Time) {
+	m.finish(uid, o.create, driver, snapType, "cancel", created)
+	m.finish(uid, o.createAndReady, driver, snapType, "cancel", created)
+	m.finish(uid, o.delete, driver, snapType, "success", deleted)
+}

@@ -65,46 +65,6 @@ func (c *Controller) planContent(ctx context.Context, vs *snapv1.VolumeSnapshot)
 	return plan, nil
 }
 
-// resolveClass returns the named class, or the single default class of the
-// driver.
-func (c *Controller) resolveClass(vs *snapv1.VolumeSnapshot, driver string) (*snapv1.VolumeSnapshotClass, *problem) {
-	if n := vs.Spec.VolumeSnapshotClassName; n != nil {
-		class, err := c.classes.Get(*n)
-		if err != nil {
-			return nil, problemf(snapshot.ReasonGetSnapshotClassFailed,
-				"VolumeSnapshotClass %q does not exist yet; create it or fix spec.volumeSnapshotClassName", *n)
-		}
-		return class, nil
-	}
-	all, err := c.classes.List(labels.Everything())
-	if err != nil {
-		return nil, problemf(snapshot.ReasonGetSnapshotClassFailed, "cannot list VolumeSnapshotClasses: %v", err)
-	}
-	var defaults []*snapv1.VolumeSnapshotClass
-	for _, cl := range all {
-		if cl.Driver == driver && snapshot.IsDefaultClass(cl.Annotations) {
-			defaults = append(defaults, cl)
-		}
-	}
-	switch len(defaults) {
-	case 1:
-		return defaults[0], nil
-	case 0:
-		return nil, problemf(snapshot.ReasonSetDefaultSnapshotClassFailed,
-			"no default VolumeSnapshotClass for driver %q; set spec.volumeSnapshotClassName, or annotate one class of that driver with %s: \"true\"",
-			driver, snapshot.AnnDefaultClass)
-	default:
-		names := make([]string, len(defaults))
-		for i, d := range defaults {
-			names[i] = d.Name
-		}
-		sort.Strings(names)
-		return nil, problemf(snapshot.ReasonSetDefaultSnapshotClassFailed,
-			"%d VolumeSnapshotClasses are the default for driver %q (%s); keep annotation %s on only one of them, or set spec.volumeSnapshotClassName",
-			len(names), driver, strings.Join(names, ", "), snapshot.AnnDefaultClass)
-	}
-}
-
 // resolveSecret fills in the deletion secret from the class templates.
 func (p *contentPlan) resolveSecret(vs *snapv1.VolumeSnapshot) *problem {
 	vars := snapshot.TemplateVars{ContentName: snapshot.ContentNameFor(vs.UID), SnapshotNamespace: vs.Namespace, SnapshotName: vs.Name}

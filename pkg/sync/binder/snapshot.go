@@ -231,16 +231,10 @@ func (c *Controller) preProvisioned(ctx context.Context, vs *snapv1.VolumeSnapsh
 // preProvisionedContent returns the content a pre-provisioned snapshot
 // names, or the problem that keeps them from binding.
 func (c *Controller) preProvisionedContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, *problem) {
-	name := *vs.Spec.Source.VolumeSnapshotContentName
-	content, err := c.contents.Get(name)
-	if err != nil {
-		return nil, staticSnapshot.check(name, staticContent{}, vs.Namespace, vs.Name, vs.UID)
-	}
-	if p := staticSnapshot.check(name, staticContent{exists: true, ref: content.Spec.VolumeSnapshotRef,
-		dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}, vs.Namespace, vs.Name, vs.UID); p != nil {
-		return nil, p
-	}
-	return content, nil
+	return preProvisioned(staticSnapshot, *vs.Spec.Source.VolumeSnapshotContentName, c.contents.Get,
+		func(content *snapv1.VolumeSnapshotContent) staticContent {
+			return staticContent{ref: content.Spec.VolumeSnapshotRef, dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}
+		}, vs.Namespace, vs.Name, vs.UID)
 }
 
 // bound keeps a bound snapshot's finalizers and status in line with its
@@ -302,11 +296,7 @@ func (c *Controller) recheck() time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/2+1))
 }
 
-// fail records a problem on the snapshot (on transitions only) and re-checks
-// later; the objects it waits for re-queue it through the indexes sooner.
+// fail records a problem on the snapshot and re-checks later (failed).
 func (c *Controller) fail(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) (workloop.Result, error) {
-	if err := c.setError(ctx, vs, p); err != nil {
-		return workloop.Result{}, err
-	}
-	return workloop.Result{RequeueAfter: c.recheck()}, nil
+	return c.failed(ctx, snapSubject{vs}, p)
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
 // desiredStatus mirrors a content's status into its snapshot's. As soon as
@@ -100,24 +101,38 @@ func statusPatch(st *snapv1.VolumeSnapshotStatus) map[string]any {
 	return m
 }
 
-// setError records a problem on the snapshot's status.error, with a Warning
-// event, only when the message changes.
+// setError records a problem on the snapshot's status.error (report).
 func (c *Controller) setError(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) error {
+	return c.report(ctx, snapSubject{vs}, p)
+}
+
+// report records a problem on a snapshot's or a group's status.error, with
+// a Warning event, only when the message changes. As the community
+// controller: a class problem leaves readyToUse as it is; any other says
+// "not ready".
+func (c *Controller) report(ctx context.Context, s subject, p *problem) error {
 	msg := snapshot.TrimMessage(p.Message)
-	if vs.Status != nil && vs.Status.Error != nil && vs.Status.Error.Message != nil && *vs.Status.Error.Message == msg {
+	if s.errorMessage() == msg {
 		return nil
 	}
 	now := metav1.Now()
 	status := map[string]any{"error": &snapv1.VolumeSnapshotError{Time: &now, Message: &msg}}
-	if p.Reason != snapshot.ReasonGetSnapshotClassFailed && p.Reason != snapshot.ReasonSetDefaultSnapshotClassFailed {
-		// As the community controller: a class problem leaves readyToUse
-		// as it is; any other says "not ready".
+	if !s.classProblem(p.Reason) {
 		ready := false
 		status["readyToUse"] = &ready
 	}
-	if _, err := c.cfg.Writer.PatchSnapshotStatus(ctx, vs, status); err != nil {
+	if err := s.patchStatus(ctx, c.cfg.Writer, status); err != nil {
 		return err
 	}
-	c.cfg.Recorder.Event(vs, corev1.EventTypeWarning, p.Reason, msg)
+	c.cfg.Recorder.Event(s.object(), corev1.EventTypeWarning, p.Reason, msg)
 	return nil
+}
+
+// failed records a problem and re-checks later; the objects a snapshot or
+// group waits for re-queue it through the indexes sooner.
+func (c *Controller) failed(ctx context.Context, s subject, p *problem) (workloop.Result, error) {
+	if err := c.report(ctx, s, p); err != nil {
+		return workloop.Result{}, err
+	}
+	return workloop.Result{RequeueAfter: c.recheck()}, nil
 }
