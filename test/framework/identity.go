@@ -23,7 +23,8 @@ import (
 
 // RenderChart renders charts/snapkeeper with bin/helm as release
 // "snapkeeper" in namespace "snapkeeper", with extra helm arguments
-// (--set ...). Helm runs with throw-away config and cache directories.
+// (--set ...): Helm.Template for callers without a T. Helm runs with
+// throw-away config and cache directories.
 func RenderChart(ctx context.Context, args ...string) ([]byte, error) {
 	bin, err := Tool("helm")
 	if err != nil {
@@ -34,17 +35,11 @@ func RenderChart(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(home)
-	all := append([]string{"template", "snapkeeper", filepath.Join(RepoRoot(), "charts", "snapkeeper"), "--namespace", "snapkeeper"}, args...)
-	cmd := exec.CommandContext(ctx, bin, all...)
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := (&Helm{Bin: bin, Home: home}).Run(ctx, templateArgs("", args)...)
 	if err != nil {
-		return nil, fmt.Errorf("helm %s: %w\n%s", strings.Join(all, " "), err, stderr.String())
+		return nil, err
 	}
-	return out, nil
+	return []byte(out), nil
 }
 
 // CommunityModuleDir is the external-snapshotter v8 module that the

@@ -139,7 +139,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 	webhookBin := ownBinary(t, "cmd/webhook")
 	env, h := clusterHelm(t)
 	ns, apps := env.Namespace(t), env.Namespace(t)
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
 	uninstallOnCleanup(t, h, "sk", ns)
 
 	port, err := framework.FreePort()

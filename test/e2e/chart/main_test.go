@@ -17,7 +17,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -44,62 +43,6 @@ const (
 	kubeOld = "1.29.0"
 	kubeNew = "1.31.0"
 )
-
-func chartDir() string { return filepath.Join(framework.RepoRoot(), "charts", "snapkeeper") }
-
-// helmCLI runs bin/helm with its own config, cache and data directories.
-type helmCLI struct {
-	bin        string
-	home       string
-	kubeconfig string
-}
-
-func newHelm(t *testing.T) *helmCLI {
-	t.Helper()
-	bin, err := framework.Tool("helm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &helmCLI{bin: bin, home: t.TempDir()}
-}
-
-func (h *helmCLI) run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if h.kubeconfig != "" {
-		args = append(args, "--kubeconfig", h.kubeconfig)
-	}
-	cmd := exec.CommandContext(ctx, h.bin, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(h.home, "data"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		return stdout.String() + stderr.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-func (h *helmCLI) must(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := h.run(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// template renders the chart as release "snapkeeper" in namespace
-// "snapkeeper" for kubeVersion, with extra helm arguments.
-func (h *helmCLI) template(t *testing.T, kubeVersion string, args ...string) []byte {
-	t.Helper()
-	all := append([]string{"template", "snapkeeper", chartDir(), "--namespace", "snapkeeper", "--kube-version", kubeVersion}, args...)
-	return []byte(h.must(t, all...))
-}
 
 // rendered is a rendered manifest split into documents.
 type rendered struct {
@@ -241,12 +184,10 @@ func versionProxy(t *testing.T, env *framework.Env, gitVersion string) string {
 
 // clusterHelm is a helm CLI bound to the shared API server (1.30 or newer
 // as Helm sees it).
-func clusterHelm(t *testing.T) (*framework.Env, *helmCLI) {
+func clusterHelm(t *testing.T) (*framework.Env, *framework.Helm) {
 	t.Helper()
 	env := framework.Shared(t)
-	h := newHelm(t)
-	h.kubeconfig = helmKubeconfig(t, env)
-	return env, h
+	return env, framework.NewHelm(t, helmKubeconfig(t, env))
 }
 
 var (
@@ -285,9 +226,9 @@ func installCertManagerCRDs(t *testing.T, env *framework.Env) {
 // uninstallOnCleanup removes the release when the test ends: a leftover
 // webhook configuration whose Service has no endpoints would make the API
 // server reject snapshot objects of later tests.
-func uninstallOnCleanup(t *testing.T, h *helmCLI, release, ns string) {
+func uninstallOnCleanup(t *testing.T, h *framework.Helm, release, ns string) {
 	t.Cleanup(func() {
-		if _, err := h.run("uninstall", release, "--namespace", ns, "--ignore-not-found"); err != nil {
+		if _, err := h.Run(context.Background(), "uninstall", release, "--namespace", ns, "--ignore-not-found"); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})

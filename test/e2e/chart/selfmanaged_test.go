@@ -212,7 +212,7 @@ func selfManagedFlags(t *testing.T, env *framework.Env, ns, deployment string) *
 func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *testing.T) {
 	env, h := clusterHelm(t)
 	ns, apps := env.Namespace(t), env.Namespace(t)
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
 	uninstallOnCleanup(t, h, "sk", ns)
 
 	f := selfManagedFlags(t, env, ns, "sk-snapkeeper-webhook")

@@ -26,15 +26,15 @@ type chartComponents struct {
 	webhook, binder, csiSide *framework.Process
 }
 
-func startChartComponents(t *testing.T, env *framework.Env, h *helmCLI) *chartComponents {
+func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *chartComponents {
 	t.Helper()
 	controllerBin, webhookBin := ownBinary(t, "cmd/controller"), ownBinary(t, "cmd/webhook")
 	cc := &chartComponents{ns: env.Namespace(t), drvNS: env.Namespace(t)}
 	caBundle, certDir := existingTLSSecret(t, env, cc.ns, "byo-tls", "sk-snapkeeper-webhook."+cc.ns+".svc")
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", cc.ns, "--set", "certificates.mode=existingSecret",
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", cc.ns, "--set", "certificates.mode=existingSecret",
 		"--set", "certificates.existingSecret.name=byo-tls", "--set", "certificates.existingSecret.caBundle=" + caBundle}, installArgs...)...)
 	uninstallOnCleanup(t, h, "sk", cc.ns)
-	h.must(t, "install", "drv", driverChart(t), "--namespace", cc.drvNS, "--set", "driver.name="+framework.MockDriverName)
+	h.Must(t, "install", "drv", driverChart(t), "--namespace", cc.drvNS, "--set", "driver.name="+framework.MockDriverName)
 	uninstallOnCleanup(t, h, "drv", cc.drvNS)
 
 	// The webhook, on loopback, with the Secret's files where the volume
