@@ -2,9 +2,7 @@ package chart
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,24 +112,6 @@ func ownBinary(t *testing.T, pkg string) string {
 	return bin
 }
 
-func waitHTTP(t *testing.T, proc *framework.Process, url string) {
-	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness poll of a loopback test server
-	}}
-	framework.Eventually(t, time.Minute, url, func() (bool, error) {
-		if proc.Exited() {
-			t.Fatalf("%s exited:\n%s", proc.Name, proc.Tail(4000))
-		}
-		resp, err := client.Get(url)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("%s", resp.Status)
-	})
-}
-
 // The webhook binary in selfManaged mode, with the chart's arguments and
 // ServiceAccount: it creates its certificate, fills caBundle, and the API
 // server then sends it reviews it can answer.
@@ -169,7 +149,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 		extra:    []string{"--bind-address=127.0.0.1"},
 		writable: []string{dir}, // the emptyDir the chart mounts for selfManaged certificates
 	}.start(t, env, webhookBin)
-	waitHTTP(t, webhook, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+	webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

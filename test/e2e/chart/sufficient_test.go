@@ -52,7 +52,7 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 		extra:    []string{"--bind-address=127.0.0.1"},
 		readable: []string{certDir},
 	}.start(t, env, webhookBin)
-	waitHTTP(t, cc.webhook, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+	cc.webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
 
 	httpAddr, err := framework.FreeAddr()
@@ -61,7 +61,7 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 	}
 	cc.binder = podProcess{namespace: cc.ns, deployment: "sk-snapkeeper-controller", container: "controller",
 		rewrite: map[string]string{"--http-endpoint=": "--http-endpoint=" + httpAddr}}.start(t, env, controllerBin)
-	waitHTTP(t, cc.binder, "http://"+httpAddr+"/healthz")
+	cc.binder.WaitOK(t, "http://"+httpAddr+"/healthz", time.Minute)
 
 	cc.drv = env.StartCSIDriver(t, framework.CSIDriverOptions{})
 	csiAddr, err := framework.FreeAddr()
@@ -73,7 +73,7 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 			"--csi-address=":   "--csi-address=" + cc.drv.Socket,
 			"--http-endpoint=": "--http-endpoint=" + csiAddr,
 		}}.start(t, env, controllerBin)
-	waitHTTP(t, cc.csiSide, "http://"+csiAddr+"/healthz")
+	cc.csiSide.WaitOK(t, "http://"+csiAddr+"/healthz", time.Minute)
 	return cc
 }
 

@@ -62,7 +62,7 @@ func TestWebhookPortRefusesOldTLSAndWeakCipherSuites(t *testing.T) {
 	}
 	t.Cleanup(func() { proc.Stop(5 * time.Second) })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitHTTP(t, proc, "https://"+addr+"/readyz")
+	proc.WaitOK(t, "https://"+addr+"/readyz", time.Minute)
 
 	versions := []handshake{
 		{name: "TLS 1.0", min: tls.VersionTLS10, max: tls.VersionTLS10},

@@ -3,10 +3,8 @@ package upgrade
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,7 +173,7 @@ func (c *cluster) startWebhook(t *testing.T, b *build, pod string) (*framework.P
 	p.Extra = []string{"--bind-address=127.0.0.1"}
 	proc := p.Start(t, c.env, b.Webhook)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitOK(t, proc, "https://"+addr+"/readyz", time.Minute)
+	proc.WaitOK(t, "https://"+addr+"/readyz", time.Minute)
 	return proc, addr
 }
 
@@ -195,7 +193,7 @@ func (c *cluster) startController(t *testing.T, b *build, ns, deployment, contai
 	}
 	p := framework.PodProcess{Namespace: ns, Deployment: deployment, Container: container, Pod: pod, Rewrite: rewrite}
 	proc := p.Start(t, c.env, b.Controller)
-	waitOK(t, proc, "http://"+addr+"/healthz", time.Minute)
+	proc.WaitOK(t, "http://"+addr+"/healthz", time.Minute)
 	return &framework.Component{Name: proc.Name, HTTPAddr: addr, Proc: proc}
 }
 
@@ -238,33 +236,4 @@ func flagValue(args []string, name string) string {
 		}
 	}
 	return ""
-}
-
-var insecure = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // health polls of loopback test servers
-}}
-
-// httpOK reports whether url answers 200.
-func httpOK(url string) error {
-	resp, err := insecure.Get(url)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-// waitOK waits until url answers 200 while proc runs.
-func waitOK(t *testing.T, proc *framework.Process, url string, timeout time.Duration) {
-	t.Helper()
-	framework.Eventually(t, timeout, url, func() (bool, error) {
-		if proc.Exited() {
-			t.Fatalf("%s exited:\n%s", proc.Name, proc.Tail(4000))
-		}
-		err := httpOK(url)
-		return err == nil, err
-	})
 }
