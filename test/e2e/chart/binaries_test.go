@@ -16,56 +16,6 @@ import (
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
-// podProcess runs one container of a Deployment stored on the API server as
-// a local process, the way the kubelet would: framework.PodProcess's
-// command (arguments with $(VAR) references expanded, the environment),
-// the ServiceAccount's token (from the TokenRequest API) as its identity,
-// the securityContext's confinement (confine_test.go), and the given
-// rewrites for what differs on this machine (ports, paths of mounted
-// volumes).
-type podProcess struct {
-	namespace, deployment, container string
-	rewrite                          map[string]string // argument prefix -> replacement argument
-	extra                            []string
-	readable                         []string // local stand-ins of read-only volumes
-	writable                         []string // local stand-ins of writable volumes (emptyDir)
-}
-
-func (p podProcess) start(t *testing.T, env *framework.Env, bin string) *framework.Process {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pc, err := framework.PodProcess{Namespace: p.namespace, Deployment: p.deployment, Container: p.container, Rewrite: p.rewrite}.Command(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args, c, sa := pc.Args, pc.Container, pc.Pod.ServiceAccountName
-	dir := env.TempDir(t, p.deployment+"-"+p.container)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := saConfig(t, env, p.namespace, sa)
-	if err := framework.WriteKubeconfig(kubeconfig, cfg.Host, cfg.BearerToken); err != nil {
-		t.Fatal(err)
-	}
-	args = append(append(args, "--kubeconfig="+kubeconfig), p.extra...)
-	conf := confinementOf(*pc.Pod, *c, p.writable)
-	cmd, cmdArgs, confined := conf.wrap(t, bin, args, append(p.readable, dir)...)
-	proc, err := framework.StartProcess(dir, p.container, cmd, cmdArgs, pc.Env...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s/%s runs as %s with %v and %v, confined: %v", p.deployment, p.container, sa, args, pc.Env, conf)
-	t.Cleanup(func() {
-		proc.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", p.container, proc.Tail(4000))
-		}
-	})
-	if confined {
-		conf.verify(t, proc.Pid(), bin)
-	}
-	return proc
-}
-
 // expectClaimsJudged checks that the webhook judges claims through the
 // chart's MutatingWebhookConfiguration: a restore whose data source has the
 // wrong apiGroup is denied (the API server would drop that data source
@@ -138,17 +88,18 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 			dnsNames = v
 		}
 	}
-	webhook := podProcess{namespace: ns, deployment: "sk-snapkeeper-webhook", container: "webhook",
-		rewrite: map[string]string{
+	webhook := framework.PodProcess{Namespace: ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook",
+		Rewrite: map[string]string{
 			"--port=":                   fmt.Sprintf("--port=%d", port),
 			"--tls-cert-file=":          "--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
 			"--tls-private-key-file=":   "--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
 			"--self-managed-cert-dir=":  "--self-managed-cert-dir=" + dir,
 			"--self-managed-dns-names=": "--self-managed-dns-names=" + dnsNames + ",127.0.0.1",
 		},
-		extra:    []string{"--bind-address=127.0.0.1"},
-		writable: []string{dir}, // the emptyDir the chart mounts for selfManaged certificates
-	}.start(t, env, webhookBin)
+		Extra:    []string{"--bind-address=127.0.0.1"},
+		Confine:  true,
+		Writable: []string{dir}, // the emptyDir the chart mounts for selfManaged certificates
+	}.Start(t, env, webhookBin)
 	webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -43,15 +43,16 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.webhook = podProcess{namespace: cc.ns, deployment: "sk-snapkeeper-webhook", container: "webhook",
-		rewrite: map[string]string{
+	cc.webhook = framework.PodProcess{Namespace: cc.ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook",
+		Rewrite: map[string]string{
 			"--port=":                 fmt.Sprintf("--port=%d", port),
 			"--tls-cert-file=":        "--tls-cert-file=" + filepath.Join(certDir, "tls.crt"),
 			"--tls-private-key-file=": "--tls-private-key-file=" + filepath.Join(certDir, "tls.key"),
 		},
-		extra:    []string{"--bind-address=127.0.0.1"},
-		readable: []string{certDir},
-	}.start(t, env, webhookBin)
+		Extra:    []string{"--bind-address=127.0.0.1"},
+		Confine:  true,
+		Readable: []string{certDir},
+	}.Start(t, env, webhookBin)
 	cc.webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
 
@@ -59,8 +60,8 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.binder = podProcess{namespace: cc.ns, deployment: "sk-snapkeeper-controller", container: "controller",
-		rewrite: map[string]string{"--http-endpoint=": "--http-endpoint=" + httpAddr}}.start(t, env, controllerBin)
+	cc.binder = framework.PodProcess{Namespace: cc.ns, Deployment: "sk-snapkeeper-controller", Container: "controller", Confine: true,
+		Rewrite: map[string]string{"--http-endpoint=": "--http-endpoint=" + httpAddr}}.Start(t, env, controllerBin)
 	cc.binder.WaitOK(t, "http://"+httpAddr+"/healthz", time.Minute)
 
 	cc.drv = env.StartCSIDriver(t, framework.CSIDriverOptions{})
@@ -68,11 +69,11 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.csiSide = podProcess{namespace: cc.drvNS, deployment: "drv-controller", container: "snapkeeper-csi-side",
-		rewrite: map[string]string{
+	cc.csiSide = framework.PodProcess{Namespace: cc.drvNS, Deployment: "drv-controller", Container: "snapkeeper-csi-side", Confine: true,
+		Rewrite: map[string]string{
 			"--csi-address=":   "--csi-address=" + cc.drv.Socket,
 			"--http-endpoint=": "--http-endpoint=" + csiAddr,
-		}}.start(t, env, controllerBin)
+		}}.Start(t, env, controllerBin)
 	cc.csiSide.WaitOK(t, "http://"+csiAddr+"/healthz", time.Minute)
 	return cc
 }
