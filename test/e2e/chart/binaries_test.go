@@ -76,7 +76,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
+	framework.MustPointWebhooksAt(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
 	dir := t.TempDir()
 	dep, err := env.Kube.AppsV1().Deployments(ns).Get(context.Background(), "sk-snapkeeper-webhook", metav1.GetOptions{})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	framework.Eventually(t, 30*time.Second, "caBundle filled by the webhook in both configurations", func() (bool, error) {
-		bundles, err := caBundles(ctx, env, "sk-snapkeeper-webhook")
+		bundles, err := framework.WebhookCABundles(ctx, env, "sk-snapkeeper-webhook")
 		if err != nil {
 			return false, err
 		}

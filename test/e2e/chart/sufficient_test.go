@@ -54,7 +54,7 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 		Readable: []string{certDir},
 	}.Start(t, env, webhookBin)
 	cc.webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
-	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
+	framework.MustPointWebhooksAt(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
 
 	httpAddr, err := framework.FreeAddr()
 	if err != nil {

@@ -115,21 +115,9 @@ func (c *cluster) upgrade(t *testing.T, b *build) {
 // caBundles is the caBundle of every entry of both webhook configurations.
 func (c *cluster) caBundles(ctx context.Context, t *testing.T) map[string][]byte {
 	t.Helper()
-	reg := c.env.Kube.AdmissionregistrationV1()
-	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, webhookDeployment, metav1.GetOptions{})
+	out, err := framework.WebhookCABundles(ctx, c.env, webhookDeployment)
 	if err != nil {
 		t.Fatal(err)
-	}
-	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, webhookDeployment, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, wh := range vwc.Webhooks {
-		out["validating "+wh.Name] = wh.ClientConfig.CABundle
-	}
-	for _, wh := range mwc.Webhooks {
-		out["mutating "+wh.Name] = wh.ClientConfig.CABundle
 	}
 	return out
 }
