@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // RenderChart renders charts/snapkeeper with bin/helm as release
@@ -154,18 +155,39 @@ func (e *Env) ensureNamespace(ctx context.Context, ns string) error {
 	return err
 }
 
-// ServiceAccountKubeconfig writes to path a kubeconfig whose token is one
-// of ServiceAccount ns/sa from the TokenRequest API (valid for
-// expirySeconds), the identity a pod of that account would have.
-func (e *Env) ServiceAccountKubeconfig(ctx context.Context, ns, sa, path string, expirySeconds int64) error {
+// ServiceAccountToken is a token of ServiceAccount ns/sa from the
+// TokenRequest API, valid for expirySeconds: the identity a pod of that
+// account would have.
+func (e *Env) ServiceAccountToken(ctx context.Context, ns, sa string, expirySeconds int64) (string, error) {
 	tr, err := e.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expirySeconds},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("token of %s/%s: %w", ns, sa, err)
+		return "", fmt.Errorf("token of %s/%s: %w", ns, sa, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// ServiceAccountKubeconfig writes to path a kubeconfig with a
+// ServiceAccountToken of ns/sa.
+func (e *Env) ServiceAccountKubeconfig(ctx context.Context, ns, sa, path string, expirySeconds int64) error {
+	token, err := e.ServiceAccountToken(ctx, ns, sa, expirySeconds)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return WriteKubeconfig(path, e.URL, tr.Status.Token)
+	return WriteKubeconfig(path, e.URL, token)
+}
+
+// ServiceAccountConfig is a client configuration with a
+// ServiceAccountToken of ns/sa valid for an hour, and client-go's default
+// rate limits, as a pod of that account would have.
+func (e *Env) ServiceAccountConfig(ctx context.Context, ns, sa string) (*rest.Config, error) {
+	token, err := e.ServiceAccountToken(ctx, ns, sa, 3600)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: e.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
 }

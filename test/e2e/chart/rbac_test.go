@@ -175,7 +175,11 @@ func rulesIn(t *testing.T, env *framework.Env, ns, sa, n, where string) (map[tup
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := kubernetes.NewForConfig(saConfig(t, env, ns, sa))
+	cfg, err := env.ServiceAccountConfig(ctx, ns, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,31 +16,14 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
-
-// saConfig is a client configuration with a token of the ServiceAccount
-// from the TokenRequest API, as the kubelet would mount it.
-func saConfig(t *testing.T, env *framework.Env, ns, sa string) *rest.Config {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of %s/%s: %v", ns, sa, err)
-	}
-	return &rest.Config{Host: env.URL, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-}
 
 // restoreClaim is a claim restoring from a snapshot; labels decide what the
 // stub webhook answers (framework.StubWebhook).
@@ -95,7 +78,11 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 	f.CertDir = t.TempDir()
 	cfg := f.Config(ns)
 	cfg.PublishDelay = 2 * time.Second
-	cfg.Client = kubernetes.NewForConfigOrDie(saConfig(t, env, ns, "sk-snapkeeper-webhook"))
+	webhookIdentity, err := env.ServiceAccountConfig(context.Background(), ns, "sk-snapkeeper-webhook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Client = kubernetes.NewForConfigOrDie(webhookIdentity)
 	m, err := selfcert.New(cfg)
 	if err != nil {
 		t.Fatal(err)
