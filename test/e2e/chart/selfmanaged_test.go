@@ -140,33 +140,26 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
+	every50ms := func(what string, call func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if err := call(); err != nil {
+					fail("%s %d: %v", what, i, err)
+				}
 			}
-			if err := create(false); err != nil {
-				fail("API server request %d: %v", i, err)
-			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if err := callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.Addr); err != nil {
-				fail("direct TLS request %d: %v", i, err)
-			}
-		}
-	}()
+		}()
+	}
+	every50ms("API server request", func() error { return create(false) })
+	every50ms("direct TLS request", func() error {
+		return callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.Addr)
+	})
 
 	before := secretData(ctx, t, env, ns, f.SecretName)
 	sec, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, f.SecretName, metav1.GetOptions{})
