@@ -3,14 +3,11 @@ package chart
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -42,17 +39,6 @@ func expectClaimsJudged(ctx context.Context, t *testing.T, env *framework.Env, n
 	}
 }
 
-func findContainer(t *testing.T, dep *appsv1.Deployment, name string) corev1.Container {
-	t.Helper()
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("Deployment %s has no container %s", dep.Name, name)
-	return corev1.Container{}
-}
-
 func ownBinary(t *testing.T, pkg string) string {
 	t.Helper()
 	bin, err := framework.OwnBinary("./" + pkg)
@@ -77,29 +63,14 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.MustPointWebhooksAt(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
-	dir := t.TempDir()
-	dep, err := env.Kube.AppsV1().Deployments(ns).Get(context.Background(), "sk-snapkeeper-webhook", metav1.GetOptions{})
+	// A directory of the test's stands in for the emptyDir the chart mounts
+	// for selfManaged certificates.
+	p, err := framework.PodProcess{Namespace: ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook", Confine: true}.
+		LoopbackWebhook(context.Background(), env, port, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dnsNames string
-	for _, a := range findContainer(t, dep, "webhook").Args {
-		if v, ok := strings.CutPrefix(a, "--self-managed-dns-names="); ok {
-			dnsNames = v
-		}
-	}
-	webhook := framework.PodProcess{Namespace: ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook",
-		Rewrite: map[string]string{
-			"--port=":                   fmt.Sprintf("--port=%d", port),
-			"--tls-cert-file=":          "--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
-			"--tls-private-key-file=":   "--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
-			"--self-managed-cert-dir=":  "--self-managed-cert-dir=" + dir,
-			"--self-managed-dns-names=": "--self-managed-dns-names=" + dnsNames + ",127.0.0.1",
-		},
-		Extra:    []string{"--bind-address=127.0.0.1"},
-		Confine:  true,
-		Writable: []string{dir}, // the emptyDir the chart mounts for selfManaged certificates
-	}.Start(t, env, webhookBin)
+	webhook := p.Start(t, env, webhookBin)
 	webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

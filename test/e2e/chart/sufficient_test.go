@@ -3,7 +3,6 @@ package chart
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,16 +42,12 @@ func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.webhook = framework.PodProcess{Namespace: cc.ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook",
-		Rewrite: map[string]string{
-			"--port=":                 fmt.Sprintf("--port=%d", port),
-			"--tls-cert-file=":        "--tls-cert-file=" + filepath.Join(certDir, "tls.crt"),
-			"--tls-private-key-file=": "--tls-private-key-file=" + filepath.Join(certDir, "tls.key"),
-		},
-		Extra:    []string{"--bind-address=127.0.0.1"},
-		Confine:  true,
-		Readable: []string{certDir},
-	}.Start(t, env, webhookBin)
+	webhook, err := framework.PodProcess{Namespace: cc.ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook", Confine: true}.
+		LoopbackWebhook(context.Background(), env, port, certDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.webhook = webhook.Start(t, env, webhookBin)
 	cc.webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 	framework.MustPointWebhooksAt(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
 

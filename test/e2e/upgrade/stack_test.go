@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,24 +140,15 @@ func (c *cluster) startWebhook(t *testing.T, b *build, pod string) (*framework.P
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := framework.PodProcess{Namespace: c.ns, Deployment: webhookDeployment, Container: "webhook", Pod: pod}
-	rendered, _, err := p.Args(ctx, c.env)
-	if err != nil {
-		t.Fatal(err)
-	}
 	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := c.env.TempDir(t, pod+"-tls")
-	p.Rewrite = map[string]string{
-		"--port=":                   fmt.Sprintf("--port=%d", port),
-		"--tls-cert-file=":          "--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
-		"--tls-private-key-file=":   "--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
-		"--self-managed-cert-dir=":  "--self-managed-cert-dir=" + dir,
-		"--self-managed-dns-names=": "--self-managed-dns-names=" + flagValue(rendered, "--self-managed-dns-names") + ",127.0.0.1",
+	p, err := framework.PodProcess{Namespace: c.ns, Deployment: webhookDeployment, Container: "webhook", Pod: pod}.
+		LoopbackWebhook(ctx, c.env, port, c.env.TempDir(t, pod+"-tls"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	p.Extra = []string{"--bind-address=127.0.0.1"}
 	proc := p.Start(t, c.env, b.Webhook)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	proc.WaitOK(t, "https://"+addr+"/readyz", time.Minute)
@@ -214,14 +204,4 @@ func (c *cluster) leaseHolder(ctx context.Context, ns, name string) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
-}
-
-// flagValue is the value of --name=value in args.
-func flagValue(args []string, name string) string {
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
