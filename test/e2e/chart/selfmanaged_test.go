@@ -138,27 +138,14 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 		defer mu.Unlock()
 		failures = append(failures, fmt.Sprintf(format, args...))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	every50ms := func(what string, call func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(50 * time.Millisecond):
-				}
-				if err := call(); err != nil {
-					fail("%s %d: %v", what, i, err)
-				}
-			}
-		}()
-	}
-	every50ms("API server request", func() error { return create(false) })
-	every50ms("direct TLS request", func() error {
-		return callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.Addr)
+	stop := framework.Repeat(50*time.Millisecond, func(i int) {
+		if err := create(false); err != nil {
+			fail("API server request %d: %v", i, err)
+		}
+	}, func(i int) {
+		if err := callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.Addr); err != nil {
+			fail("direct TLS request %d: %v", i, err)
+		}
 	})
 
 	before := secretData(ctx, t, env, ns, f.SecretName)
@@ -183,8 +170,7 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 		return string(onDisk) == string(after["tls.crt"]) && string(after["tls.crt"]) != string(before["tls.crt"]), nil
 	})
 	time.Sleep(time.Second) // the reloader picks the new files up; keep the load on
-	close(stop)
-	wg.Wait()
+	stop()
 	for _, f := range failures {
 		t.Error(f)
 	}
