@@ -1,12 +1,8 @@
 package framework
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
@@ -68,16 +63,12 @@ func CommunityModuleDir() (string, error) {
 // exist already are left as they are. It returns "namespace/name" of every
 // ServiceAccount in the manifest.
 func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]string, error) {
+	docs, err := YAMLDocuments(manifest)
+	if err != nil {
+		return nil, err
+	}
 	var accounts []string
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return accounts, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, doc := range docs {
 		if !rbacDoc(doc) {
 			continue
 		}
@@ -122,6 +113,7 @@ func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]stri
 			return nil, fmt.Errorf("apply %T: %w", obj, err)
 		}
 	}
+	return accounts, nil
 }
 
 // rbacDoc tells whether a YAML document is one of the kinds ApplyRBAC
