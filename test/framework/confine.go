@@ -14,12 +14,12 @@ import (
 )
 
 // confinement is what a container's securityContext takes away from a
-// process, rebuilt on this machine so that our binaries run under the
-// settings of their Deployment (PodProcess.Confine): a read-only root filesystem (a private mount
-// namespace remounts / read-only; only the directories that stand in for
-// the pod's writable volumes stay writable), the UID and GID, no
-// capabilities, no privilege escalation, and no HOME with / as the working
-// directory. A binary that writes anywhere else fails its test.
+// process, rebuilt on this machine so that our binaries run under their
+// Deployment's settings (PodProcess.Confine): a read-only root filesystem
+// (a private mount namespace remounts / read-only; only the directories
+// that stand in for the pod's writable volumes stay writable), the UID and
+// GID, no capabilities, no privilege escalation, and no HOME with / as the
+// working directory. A binary that writes anywhere else fails its test.
 type confinement struct {
 	readOnlyRoot bool
 	uid, gid     *int64
@@ -58,7 +58,7 @@ func (c confinement) wrap(t T, bin string, args []string, readable ...string) (c
 	_, errU := exec.LookPath("unshare")
 	_, errS := exec.LookPath("setpriv")
 	if os.Geteuid() != 0 || errU != nil || errS != nil {
-		t.Logf("not root or no unshare/setpriv: %s runs without the chart's securityContext", filepath.Base(bin))
+		t.Logf("not root or no unshare/setpriv: %s runs without its container's securityContext", filepath.Base(bin))
 		return bin, args, false
 	}
 	priv := []string{"setpriv", "--pdeathsig", "SIGKILL"}
