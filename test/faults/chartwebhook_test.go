@@ -1,12 +1,9 @@
 package faults
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -80,16 +76,12 @@ func registerChartWebhook(t *testing.T, env *framework.Env, wh *framework.Webhoo
 		*cc = admregv1.WebhookClientConfig{URL: &url, CABundle: wh.CA.CertPEM}
 	}
 	var val *admregv1.ValidatingWebhookConfiguration
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	docs, err := framework.YAMLDocuments(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := env.Kube.AdmissionregistrationV1()
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, doc := range docs {
 		if !bytes.Contains(doc, []byte("WebhookConfiguration")) {
 			continue
 		}

@@ -1,9 +1,11 @@
 package framework
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -49,24 +51,11 @@ func NewCA(name string) (*CA, error) {
 	return &CA{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 
-// Serving issues a serving certificate for 127.0.0.1 and localhost and writes
-// tls.crt, tls.key and ca.crt into dir.
+// Serving issues a serving certificate with an ECDSA P-256 key for
+// 127.0.0.1 and localhost and writes tls.key, tls.crt and ca.crt into dir,
+// in that order, each file whole.
 func (ca *CA) Serving(dir, commonName string) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: commonName},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", commonName},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
 		return err
 	}
@@ -74,22 +63,57 @@ func (ca *CA) Serving(dir, commonName string) error {
 	if err != nil {
 		return err
 	}
+	return ca.serving(dir, commonName, key, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+// ServingRSA is Serving with an RSA 2048 key, as a Secret a user brings
+// may hold.
+func (ca *CA) ServingRSA(dir, commonName string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	return ca.serving(dir, commonName, key, &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+}
+
+func (ca *CA) serving(dir, commonName string, key crypto.Signer, keyPEM *pem.Block) error {
+	usage := x509.KeyUsageDigitalSignature
+	if _, ok := key.(*rsa.PrivateKey); ok {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     usage,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost", commonName},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	files := map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		"ca.crt":  ca.CertPEM,
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"tls.key", pem.EncodeToMemory(keyPEM)},
+		{"tls.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{"ca.crt", ca.CertPEM},
 	}
-	for name, b := range files {
+	for _, f := range files {
 		// Write then rename so a reader never sees half a file.
-		tmp := filepath.Join(dir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		tmp := filepath.Join(dir, "."+f.name+".tmp")
+		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("install %s: %w", name, err)
+		if err := os.Rename(tmp, filepath.Join(dir, f.name)); err != nil {
+			return fmt.Errorf("install %s: %w", f.name, err)
 		}
 	}
 	return nil

@@ -67,6 +67,25 @@ func (h *Helm) Must(t T, args ...string) string {
 	return out
 }
 
+// ChartDir is the chart's directory, charts/snapkeeper.
+func ChartDir() string { return filepath.Join(RepoRoot(), "charts", "snapkeeper") }
+
+// Template renders charts/snapkeeper as release "snapkeeper" in namespace
+// "snapkeeper" for kubeVersion (Helm's default when empty), with extra helm
+// arguments (--set ...), and fails the test on an error.
+func (h *Helm) Template(t T, kubeVersion string, args ...string) []byte {
+	t.Helper()
+	return []byte(h.Must(t, templateArgs(kubeVersion, args)...))
+}
+
+func templateArgs(kubeVersion string, args []string) []string {
+	all := []string{"template", "snapkeeper", ChartDir(), "--namespace", "snapkeeper"}
+	if kubeVersion != "" {
+		all = append(all, "--kube-version", kubeVersion)
+	}
+	return append(all, args...)
+}
+
 // Package packages the chart in dir with version and appVersion set, as
 // `make chart` does, into outDir and returns the archive's path.
 func (h *Helm) Package(ctx context.Context, dir, version, appVersion, outDir string) (string, error) {

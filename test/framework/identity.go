@@ -1,12 +1,8 @@
 package framework
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +13,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // RenderChart renders charts/snapkeeper with bin/helm as release
 // "snapkeeper" in namespace "snapkeeper", with extra helm arguments
-// (--set ...). Helm runs with throw-away config and cache directories.
+// (--set ...): Helm.Template for callers without a T. Helm runs with
+// throw-away config and cache directories.
 func RenderChart(ctx context.Context, args ...string) ([]byte, error) {
 	bin, err := Tool("helm")
 	if err != nil {
@@ -34,17 +31,11 @@ func RenderChart(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(home)
-	all := append([]string{"template", "snapkeeper", filepath.Join(RepoRoot(), "charts", "snapkeeper"), "--namespace", "snapkeeper"}, args...)
-	cmd := exec.CommandContext(ctx, bin, all...)
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := (&Helm{Bin: bin, Home: home}).Run(ctx, templateArgs("", args)...)
 	if err != nil {
-		return nil, fmt.Errorf("helm %s: %w\n%s", strings.Join(all, " "), err, stderr.String())
+		return nil, err
 	}
-	return out, nil
+	return []byte(out), nil
 }
 
 // CommunityModuleDir is the external-snapshotter v8 module that the
@@ -72,16 +63,12 @@ func CommunityModuleDir() (string, error) {
 // exist already are left as they are. It returns "namespace/name" of every
 // ServiceAccount in the manifest.
 func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]string, error) {
+	docs, err := YAMLDocuments(manifest)
+	if err != nil {
+		return nil, err
+	}
 	var accounts []string
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return accounts, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, doc := range docs {
 		if !rbacDoc(doc) {
 			continue
 		}
@@ -126,6 +113,7 @@ func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]stri
 			return nil, fmt.Errorf("apply %T: %w", obj, err)
 		}
 	}
+	return accounts, nil
 }
 
 // rbacDoc tells whether a YAML document is one of the kinds ApplyRBAC
@@ -159,18 +147,39 @@ func (e *Env) ensureNamespace(ctx context.Context, ns string) error {
 	return err
 }
 
-// ServiceAccountKubeconfig writes to path a kubeconfig whose token is one
-// of ServiceAccount ns/sa from the TokenRequest API (valid for
-// expirySeconds), the identity a pod of that account would have.
-func (e *Env) ServiceAccountKubeconfig(ctx context.Context, ns, sa, path string, expirySeconds int64) error {
+// ServiceAccountToken is a token of ServiceAccount ns/sa from the
+// TokenRequest API, valid for expirySeconds: the identity a pod of that
+// account would have.
+func (e *Env) ServiceAccountToken(ctx context.Context, ns, sa string, expirySeconds int64) (string, error) {
 	tr, err := e.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expirySeconds},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("token of %s/%s: %w", ns, sa, err)
+		return "", fmt.Errorf("token of %s/%s: %w", ns, sa, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// ServiceAccountKubeconfig writes to path a kubeconfig with a
+// ServiceAccountToken of ns/sa.
+func (e *Env) ServiceAccountKubeconfig(ctx context.Context, ns, sa, path string, expirySeconds int64) error {
+	token, err := e.ServiceAccountToken(ctx, ns, sa, expirySeconds)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return WriteKubeconfig(path, e.URL, tr.Status.Token)
+	return WriteKubeconfig(path, e.URL, token)
+}
+
+// ServiceAccountConfig is a client configuration with a
+// ServiceAccountToken of ns/sa valid for an hour, and client-go's default
+// rate limits, as a pod of that account would have.
+func (e *Env) ServiceAccountConfig(ctx context.Context, ns, sa string) (*rest.Config, error) {
+	token, err := e.ServiceAccountToken(ctx, ns, sa, 3600)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{Host: e.URL, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
 }

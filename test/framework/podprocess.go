@@ -28,6 +28,12 @@ type PodProcess struct {
 	Pod     string
 	Rewrite map[string]string // argument prefix -> replacement argument
 	Extra   []string          // appended after the rendered arguments
+	// Confine runs the process under the container's securityContext
+	// (confine.go) where this machine allows it. Readable and Writable are
+	// the local stand-ins of the pod's read-only and writable volumes
+	// (an emptyDir), which the process's user gets.
+	Confine            bool
+	Readable, Writable []string
 }
 
 var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
@@ -123,7 +129,8 @@ func (p PodProcess) pod() string {
 }
 
 // Start runs bin with the container's arguments and environment and a kubeconfig of the
-// pod's ServiceAccount, logs in a directory of the control plane's.
+// pod's ServiceAccount, logs in a directory of the control plane's, confined
+// when p.Confine is set (and then checked from /proc to be).
 // t.Cleanup stops it (SIGTERM, 10 s, SIGKILL) and prints its log when the
 // test failed.
 func (p PodProcess) Start(t T, e *Env, bin string) *Process {
@@ -141,16 +148,28 @@ func (p PodProcess) Start(t T, e *Env, bin string) *Process {
 		t.Fatalf("%v", err)
 	}
 	args = append(args, "--kubeconfig="+kubeconfig)
-	proc, err := StartProcess(dir, p.pod()+"-"+p.Container, bin, args, env...)
+	run, runArgs, confined := bin, args, false
+	conf := confinementOf(*cmd.Pod, *cmd.Container, p.Writable)
+	if p.Confine {
+		run, runArgs, confined = conf.wrap(t, bin, args, append(p.Readable, dir)...)
+	}
+	proc, err := StartProcess(dir, p.pod()+"-"+p.Container, run, runArgs, env...)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Logf("%s (%s/%s) runs %s as %s with %v and %v", p.pod(), p.Deployment, p.Container, filepath.Base(bin), sa, args, env)
+	how := ""
+	if confined {
+		how = ", confined: " + conf.String()
+	}
+	t.Logf("%s (%s/%s) runs %s as %s with %v and %v%s", p.pod(), p.Deployment, p.Container, filepath.Base(bin), sa, args, env, how)
 	t.Cleanup(func() {
 		proc.Stop(10 * time.Second)
 		if t.Failed() {
 			t.Logf("log of %s:\n%s", proc.Name, proc.Tail(4000))
 		}
 	})
+	if confined {
+		conf.verify(t, proc.Pid(), bin)
+	}
 	return proc
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -102,21 +103,46 @@ func (p *Process) Tail(n int) string {
 	return string(b)
 }
 
-// WaitServing waits until url answers 200 while the process runs; the
-// community binaries have no readiness endpoint, so their metrics stand in.
-// The error carries the end of the process's log.
+// healthClient polls the health endpoints of loopback test servers. It
+// trusts any certificate: what a server presents is checked where that is
+// the point of a test.
+var healthClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // health polls of loopback test servers
+}}
+
+// HTTPOK reports whether url (http or https) answers 200.
+func HTTPOK(url string) error {
+	resp, err := healthClient.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// WaitServing waits until url answers 200 (HTTPOK) while the process runs;
+// the community binaries have no readiness endpoint, so their metrics stand
+// in. The error carries the end of the process's log.
 func (p *Process) WaitServing(url string, deadline time.Time) error {
 	for {
-		resp, err := http.Get(url)
+		err := HTTPOK(url)
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+			return nil
 		}
 		if p.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("%s not serving %s:\n%s", p.Name, url, p.Tail(3000))
+			return fmt.Errorf("%s not serving %s (%v):\n%s", p.Name, url, err, p.Tail(3000))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// WaitOK is WaitServing within timeout that fails the test.
+func (p *Process) WaitOK(t T, url string, timeout time.Duration) {
+	t.Helper()
+	if err := p.WaitServing(url, time.Now().Add(timeout)); err != nil {
+		t.Fatalf("%v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,16 @@ func PointWebhooksAt(ctx context.Context, e *Env, name, addr string) error {
 		u := "https://" + addr + path
 		c.Service, c.URL = nil, &u
 	})
+}
+
+// MustPointWebhooksAt is PointWebhooksAt within 30 s that fails the test.
+func MustPointWebhooksAt(t T, e *Env, name, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := PointWebhooksAt(ctx, e, name, addr); err != nil {
+		t.Fatalf("%v", err)
+	}
 }
 
 // PointWebhooksAtService puts the Service reference back (svc with each
@@ -90,4 +101,26 @@ func entryPath(c admissionregistrationv1.WebhookClientConfig) (string, error) {
 		return u.Path, nil
 	}
 	return "", nil
+}
+
+// WebhookCABundles is the caBundle of every entry of both configurations
+// named name, by "validating <entry>" and "mutating <entry>".
+func WebhookCABundles(ctx context.Context, e *Env, name string) (map[string][]byte, error) {
+	reg := e.Kube.AdmissionregistrationV1()
+	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for _, wh := range vwc.Webhooks {
+		out["validating "+wh.Name] = wh.ClientConfig.CABundle
+	}
+	for _, wh := range mwc.Webhooks {
+		out["mutating "+wh.Name] = wh.ClientConfig.CABundle
+	}
+	return out, nil
 }

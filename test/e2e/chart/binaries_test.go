@@ -2,71 +2,16 @@ package chart
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
-
-// podProcess runs one container of a Deployment stored on the API server as
-// a local process, the way the kubelet would: framework.PodProcess's
-// command (arguments with $(VAR) references expanded, the environment),
-// the ServiceAccount's token (from the TokenRequest API) as its identity,
-// the securityContext's confinement (confine_test.go), and the given
-// rewrites for what differs on this machine (ports, paths of mounted
-// volumes).
-type podProcess struct {
-	namespace, deployment, container string
-	rewrite                          map[string]string // argument prefix -> replacement argument
-	extra                            []string
-	readable                         []string // local stand-ins of read-only volumes
-	writable                         []string // local stand-ins of writable volumes (emptyDir)
-}
-
-func (p podProcess) start(t *testing.T, env *framework.Env, bin string) *framework.Process {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pc, err := framework.PodProcess{Namespace: p.namespace, Deployment: p.deployment, Container: p.container, Rewrite: p.rewrite}.Command(ctx, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args, c, sa := pc.Args, pc.Container, pc.Pod.ServiceAccountName
-	dir := env.TempDir(t, p.deployment+"-"+p.container)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := saConfig(t, env, p.namespace, sa)
-	if err := framework.WriteKubeconfig(kubeconfig, cfg.Host, cfg.BearerToken); err != nil {
-		t.Fatal(err)
-	}
-	args = append(append(args, "--kubeconfig="+kubeconfig), p.extra...)
-	conf := confinementOf(*pc.Pod, *c, p.writable)
-	cmd, cmdArgs, confined := conf.wrap(t, bin, args, append(p.readable, dir)...)
-	proc, err := framework.StartProcess(dir, p.container, cmd, cmdArgs, pc.Env...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s/%s runs as %s with %v and %v, confined: %v", p.deployment, p.container, sa, args, pc.Env, conf)
-	t.Cleanup(func() {
-		proc.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", p.container, proc.Tail(4000))
-		}
-	})
-	if confined {
-		conf.verify(t, proc.Pid(), bin)
-	}
-	return proc
-}
 
 // expectClaimsJudged checks that the webhook judges claims through the
 // chart's MutatingWebhookConfiguration: a restore whose data source has the
@@ -94,17 +39,6 @@ func expectClaimsJudged(ctx context.Context, t *testing.T, env *framework.Env, n
 	}
 }
 
-func findContainer(t *testing.T, dep *appsv1.Deployment, name string) corev1.Container {
-	t.Helper()
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("Deployment %s has no container %s", dep.Name, name)
-	return corev1.Container{}
-}
-
 func ownBinary(t *testing.T, pkg string) string {
 	t.Helper()
 	bin, err := framework.OwnBinary("./" + pkg)
@@ -114,24 +48,6 @@ func ownBinary(t *testing.T, pkg string) string {
 	return bin
 }
 
-func waitHTTP(t *testing.T, proc *framework.Process, url string) {
-	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness poll of a loopback test server
-	}}
-	framework.Eventually(t, time.Minute, url, func() (bool, error) {
-		if proc.Exited() {
-			t.Fatalf("%s exited:\n%s", proc.Name, proc.Tail(4000))
-		}
-		resp, err := client.Get(url)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("%s", resp.Status)
-	})
-}
-
 // The webhook binary in selfManaged mode, with the chart's arguments and
 // ServiceAccount: it creates its certificate, fills caBundle, and the API
 // server then sends it reviews it can answer.
@@ -139,42 +55,28 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 	webhookBin := ownBinary(t, "cmd/webhook")
 	env, h := clusterHelm(t)
 	ns, apps := env.Namespace(t), env.Namespace(t)
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
 	uninstallOnCleanup(t, h, "sk", ns)
 
 	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
-	dir := t.TempDir()
-	dep, err := env.Kube.AppsV1().Deployments(ns).Get(context.Background(), "sk-snapkeeper-webhook", metav1.GetOptions{})
+	framework.MustPointWebhooksAt(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
+	// A directory of the test's stands in for the emptyDir the chart mounts
+	// for selfManaged certificates.
+	p, err := framework.PodProcess{Namespace: ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook", Confine: true}.
+		LoopbackWebhook(context.Background(), env, port, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dnsNames string
-	for _, a := range findContainer(t, dep, "webhook").Args {
-		if v, ok := strings.CutPrefix(a, "--self-managed-dns-names="); ok {
-			dnsNames = v
-		}
-	}
-	webhook := podProcess{namespace: ns, deployment: "sk-snapkeeper-webhook", container: "webhook",
-		rewrite: map[string]string{
-			"--port=":                   fmt.Sprintf("--port=%d", port),
-			"--tls-cert-file=":          "--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
-			"--tls-private-key-file=":   "--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
-			"--self-managed-cert-dir=":  "--self-managed-cert-dir=" + dir,
-			"--self-managed-dns-names=": "--self-managed-dns-names=" + dnsNames + ",127.0.0.1",
-		},
-		extra:    []string{"--bind-address=127.0.0.1"},
-		writable: []string{dir}, // the emptyDir the chart mounts for selfManaged certificates
-	}.start(t, env, webhookBin)
-	waitHTTP(t, webhook, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+	webhook := p.Start(t, env, webhookBin)
+	webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	framework.Eventually(t, 30*time.Second, "caBundle filled by the webhook in both configurations", func() (bool, error) {
-		bundles, err := caBundles(ctx, env, "sk-snapkeeper-webhook")
+		bundles, err := framework.WebhookCABundles(ctx, env, "sk-snapkeeper-webhook")
 		if err != nil {
 			return false, err
 		}

@@ -1,11 +1,14 @@
 package chart
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // TestGroupConversionIsRegisteredPerCertificateMode: with
@@ -13,7 +16,7 @@ import (
 // webhook's /convert, trusted as the admission registration is in each
 // certificate mode; without it no CRD converts.
 func TestGroupConversionIsRegisteredPerCertificateMode(t *testing.T) {
-	h := newHelm(t)
+	h := framework.NewHelm(t, "")
 	groupCRDs := map[string]bool{}
 	for _, n := range crdNames {
 		groupCRDs[n] = strings.HasSuffix(n, ".groupsnapshot.storage.k8s.io")
@@ -27,7 +30,7 @@ func TestGroupConversionIsRegisteredPerCertificateMode(t *testing.T) {
 		{"selfManaged", nil},
 	} {
 		args := append([]string{"--set", "crds.groupConversion.enabled=true", "--set", "certificates.mode=" + c.mode}, c.args...)
-		r := parseManifest(t, h.template(t, kubeNew, args...))
+		r := parseManifest(t, h.Template(t, kubeNew, args...))
 		for name, group := range groupCRDs {
 			crd := r.get(t, "CustomResourceDefinition", name)
 			conv, found, _ := unstructured.NestedMap(crd.Object, "spec", "conversion")
@@ -57,13 +60,13 @@ func TestGroupConversionIsRegisteredPerCertificateMode(t *testing.T) {
 			t.Errorf("%s: conversion CRDs flag %v, RBAC rule %v; want both %v\nargs %s\nrules %s", c.mode, hasFlag, hasRule, want, args0, role)
 		}
 	}
-	r := parseManifest(t, h.template(t, kubeNew))
+	r := parseManifest(t, h.Template(t, kubeNew))
 	for name := range groupCRDs {
 		if _, found, _ := unstructured.NestedMap(r.get(t, "CustomResourceDefinition", name).Object, "spec", "conversion"); found {
 			t.Errorf("default values: %s converts", name)
 		}
 	}
-	if _, err := h.run("template", "snapkeeper", chartDir(), "--set", "crds.groupConversion.enabled=true", "--set", "webhook.enabled=false"); err == nil ||
+	if _, err := h.Run(context.Background(), "template", "snapkeeper", framework.ChartDir(), "--set", "crds.groupConversion.enabled=true", "--set", "webhook.enabled=false"); err == nil ||
 		!strings.Contains(err.Error(), "crds.groupConversion.enabled needs webhook.enabled") {
 		t.Errorf("conversion without the webhook: %v", err)
 	}

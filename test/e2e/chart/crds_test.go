@@ -77,17 +77,17 @@ func TestCRDsCreatedByAnotherToolAreAdoptedAndOutliveUpgradeAndUninstall(t *test
 	env, h := clusterHelm(t)
 	ns := env.Namespace(t)
 	stillThere := snapshotObjects(t, env, ns)
-	base := []string{chartDir(), "--namespace", ns, "--set", "crds.install=true", "--set", "webhook.enabled=false"}
+	base := []string{framework.ChartDir(), "--namespace", ns, "--set", "crds.install=true", "--set", "webhook.enabled=false"}
 
 	// Plain install: Helm refuses objects it does not own.
-	out, err := h.run(append([]string{"install", "owner"}, base...)...)
+	out, err := h.Run(context.Background(), append([]string{"install", "owner"}, base...)...)
 	if err == nil || !strings.Contains(out, "invalid ownership metadata") {
 		t.Fatalf("install over foreign CRDs: err %v, want Helm's ownership error:\n%s", err, out)
 	}
-	h.must(t, "uninstall", "owner", "--namespace", ns, "--ignore-not-found")
+	h.Must(t, "uninstall", "owner", "--namespace", ns, "--ignore-not-found")
 	stillThere("after the refused install")
 
-	h.must(t, append([]string{"install", "owner", "--take-ownership"}, base...)...)
+	h.Must(t, append([]string{"install", "owner", "--take-ownership"}, base...)...)
 	uninstallOnCleanup(t, h, "owner", ns)
 	for _, n := range crdNames {
 		m := crdMeta(t, env, n)
@@ -97,20 +97,20 @@ func TestCRDsCreatedByAnotherToolAreAdoptedAndOutliveUpgradeAndUninstall(t *test
 	}
 	stillThere("after install")
 
-	h.must(t, append([]string{"upgrade", "owner", "--set", "crds.labels.upgraded=yes"}, base...)...)
+	h.Must(t, append([]string{"upgrade", "owner", "--set", "crds.labels.upgraded=yes"}, base...)...)
 	if got := crdMeta(t, env, crdNames[0]).GetLabels()["upgraded"]; got != "yes" {
 		t.Errorf("upgrade did not update the CRDs (label %q)", got)
 	}
 	stillThere("after upgrade")
 
-	out = h.must(t, "uninstall", "owner", "--namespace", ns)
+	out = h.Must(t, "uninstall", "owner", "--namespace", ns)
 	if !strings.Contains(out, "kept due to the resource policy") {
 		t.Errorf("uninstall does not report the kept CRDs:\n%s", out)
 	}
 	stillThere("after uninstall")
 
 	// Another release that leaves the CRDs to someone else installs cleanly.
-	h.must(t, "install", "crdless", chartDir(), "--namespace", ns, "--set", "crds.install=false", "--set", "webhook.enabled=false")
+	h.Must(t, "install", "crdless", framework.ChartDir(), "--namespace", ns, "--set", "crds.install=false", "--set", "webhook.enabled=false")
 	uninstallOnCleanup(t, h, "crdless", ns)
 	stillThere("after an install with crds.install=false")
 }
@@ -158,10 +158,9 @@ func TestMigrationFromAChartWhoseCRDsLackTheKeepPolicy(t *testing.T) {
 		}
 		return true, nil
 	})
-	h := newHelm(t)
-	h.kubeconfig = helmKubeconfig(t, env)
+	h := framework.NewHelm(t, helmKubeconfig(t, env))
 	oldNS, newNS, appNS := env.Namespace(t), env.Namespace(t), env.Namespace(t)
-	h.must(t, "install", "snapshot-controller", legacyChart(t), "--namespace", oldNS, "--wait=false")
+	h.Must(t, "install", "snapshot-controller", legacyChart(t), "--namespace", oldNS, "--wait=false")
 	waitServed(t, env)
 	stillThere := snapshotObjects(t, env, appNS)
 
@@ -171,19 +170,19 @@ func TestMigrationFromAChartWhoseCRDsLackTheKeepPolicy(t *testing.T) {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	// 2. Take the CRDs out of the old release's manifest.
-	h.must(t, "upgrade", "snapshot-controller", legacyChart(t), "--namespace", oldNS, "--reuse-values",
-		"--post-renderer", filepath.Join(chartDir(), "scripts", "drop-crds.sh"))
-	if manifest := h.must(t, "get", "manifest", "snapshot-controller", "--namespace", oldNS); strings.Contains(manifest, "CustomResourceDefinition") {
+	h.Must(t, "upgrade", "snapshot-controller", legacyChart(t), "--namespace", oldNS, "--reuse-values",
+		"--post-renderer", filepath.Join(framework.ChartDir(), "scripts", "drop-crds.sh"))
+	if manifest := h.Must(t, "get", "manifest", "snapshot-controller", "--namespace", oldNS); strings.Contains(manifest, "CustomResourceDefinition") {
 		t.Fatalf("the old release still lists CRDs:\n%s", manifest)
 	}
 	stillThere("after removing the CRDs from the old release")
 	// 3. Install snapkeeper, adopting the CRDs; its controller shares the
 	// old one's Lease namespace, so only one of them works at a time.
-	h.must(t, "install", "snapkeeper", chartDir(), "--namespace", newNS, "--take-ownership",
+	h.Must(t, "install", "snapkeeper", framework.ChartDir(), "--namespace", newNS, "--take-ownership",
 		"--set", "controller.leaderElection.namespace="+oldNS)
 	stillThere("after installing snapkeeper")
 	// 4. Uninstall the old release.
-	h.must(t, "uninstall", "snapshot-controller", "--namespace", oldNS)
+	h.Must(t, "uninstall", "snapshot-controller", "--namespace", oldNS)
 	stillThere("after uninstalling the old release")
 	for _, n := range crdNames {
 		m := crdMeta(t, env, n)
@@ -192,14 +191,14 @@ func TestMigrationFromAChartWhoseCRDsLackTheKeepPolicy(t *testing.T) {
 		}
 	}
 	// And a later uninstall of snapkeeper keeps them too.
-	h.must(t, "uninstall", "snapkeeper", "--namespace", newNS)
+	h.Must(t, "uninstall", "snapkeeper", "--namespace", newNS)
 	stillThere("after uninstalling snapkeeper")
 
-	readme, err := os.ReadFile(filepath.Join(chartDir(), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(framework.ChartDir(), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile(filepath.Join(chartDir(), "scripts", "drop-crds.sh"))
+	script, err := os.ReadFile(filepath.Join(framework.ChartDir(), "scripts", "drop-crds.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

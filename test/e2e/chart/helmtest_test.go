@@ -18,9 +18,9 @@ import (
 // binary for the image's /usr/local/bin/snapctl, with the Pod's arguments
 // and the admin kubeconfig instead of the Pod's ServiceAccount, and fails
 // the test unless it passes.
-func runHelmTestPod(t *testing.T, env *framework.Env, h *helmCLI, ns string) {
+func runHelmTestPod(t *testing.T, env *framework.Env, h *framework.Helm, ns string) {
 	t.Helper()
-	r := parseManifest(t, []byte(h.must(t, "template", "sk", chartDir(), "--namespace", ns, "--kube-version", kubeNew,
+	r := parseManifest(t, []byte(h.Must(t, "template", "sk", framework.ChartDir(), "--namespace", ns, "--kube-version", kubeNew,
 		"--show-only", "templates/tests/webhook-test.yaml")))
 	var pod corev1.Pod
 	r.into(t, "Pod", "sk-snapkeeper-test", &pod)

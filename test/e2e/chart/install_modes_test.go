@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // A webhook-only release on the host network with its own classes, as an
@@ -20,14 +22,14 @@ func TestInstallWebhookOnlyOnTheHostNetworkWithClasses(t *testing.T) {
 	env, h := clusterHelm(t)
 	ns := env.Namespace(t)
 	class, groupClass := "chart-"+ns, "chart-group-"+ns
-	args := append([]string{"install", "sk", chartDir(), "--namespace", ns,
+	args := append([]string{"install", "sk", framework.ChartDir(), "--namespace", ns,
 		"--set", "certificates.mode=selfManaged", "--set", "controller.enabled=false",
 		"--set", "webhook.hostNetwork=true", "--set", "webhook.port=10443",
 		"--set", "metrics.grafanaDashboard.enabled=true",
 		"--set-json", `volumeSnapshotClasses=[{"name":"` + class + `","driver":"chart.csi.snapkeeper.io","default":true,"parameters":{"tier":"fast"}}]`,
 		"--set-json", `volumeGroupSnapshotClasses=[{"name":"` + groupClass + `","driver":"chart.csi.snapkeeper.io","deletionPolicy":"Retain"}]`,
 	}, installArgs...)
-	out := h.must(t, args...)
+	out := h.Must(t, args...)
 	uninstallOnCleanup(t, h, "sk", ns)
 	if !strings.Contains(out, "Webhook-only mode") {
 		t.Errorf("the notes do not explain webhook-only mode:\n%s", out)

@@ -144,13 +144,13 @@ func TestInstallEveryCertificateModeOnTheAPIServer(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ns := env.Namespace(t)
 			release := "sk"
-			args := append([]string{"install", release, chartDir(), "--namespace", ns, "--set", "certificates.mode=" + mode}, installArgs...)
+			args := append([]string{"install", release, framework.ChartDir(), "--namespace", ns, "--set", "certificates.mode=" + mode}, installArgs...)
 			var caBundle string
 			if mode == "existingSecret" {
 				caBundle, _ = existingTLSSecret(t, env, ns, "byo-tls", "sk-snapkeeper-webhook."+ns+".svc")
 				args = append(args, "--set", "certificates.existingSecret.name=byo-tls", "--set", "certificates.existingSecret.caBundle="+caBundle)
 			}
-			out := h.must(t, args...)
+			out := h.Must(t, args...)
 			uninstallOnCleanup(t, h, release, ns)
 			if !strings.Contains(out, "STATUS: deployed") || !strings.Contains(out, "Check the install") {
 				t.Errorf("install output lacks the status or the notes:\n%s", out)

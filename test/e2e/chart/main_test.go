@@ -5,19 +5,14 @@
 package chart
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,7 +22,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -45,62 +39,6 @@ const (
 	kubeNew = "1.31.0"
 )
 
-func chartDir() string { return filepath.Join(framework.RepoRoot(), "charts", "snapkeeper") }
-
-// helmCLI runs bin/helm with its own config, cache and data directories.
-type helmCLI struct {
-	bin        string
-	home       string
-	kubeconfig string
-}
-
-func newHelm(t *testing.T) *helmCLI {
-	t.Helper()
-	bin, err := framework.Tool("helm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &helmCLI{bin: bin, home: t.TempDir()}
-}
-
-func (h *helmCLI) run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if h.kubeconfig != "" {
-		args = append(args, "--kubeconfig", h.kubeconfig)
-	}
-	cmd := exec.CommandContext(ctx, h.bin, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"),
-		"HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
-		"HELM_DATA_HOME="+filepath.Join(h.home, "data"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		return stdout.String() + stderr.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
-}
-
-func (h *helmCLI) must(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := h.run(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// template renders the chart as release "snapkeeper" in namespace
-// "snapkeeper" for kubeVersion, with extra helm arguments.
-func (h *helmCLI) template(t *testing.T, kubeVersion string, args ...string) []byte {
-	t.Helper()
-	all := append([]string{"template", "snapkeeper", chartDir(), "--namespace", "snapkeeper", "--kube-version", kubeVersion}, args...)
-	return []byte(h.must(t, all...))
-}
-
 // rendered is a rendered manifest split into documents.
 type rendered struct {
 	raw  [][]byte
@@ -110,15 +48,11 @@ type rendered struct {
 func parseManifest(t *testing.T, b []byte) *rendered {
 	t.Helper()
 	r := &rendered{}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	docs, err := framework.YAMLDocuments(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docs {
 		obj := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
 			t.Fatalf("rendered YAML does not parse: %v\n%s", err, doc)
@@ -241,12 +175,10 @@ func versionProxy(t *testing.T, env *framework.Env, gitVersion string) string {
 
 // clusterHelm is a helm CLI bound to the shared API server (1.30 or newer
 // as Helm sees it).
-func clusterHelm(t *testing.T) (*framework.Env, *helmCLI) {
+func clusterHelm(t *testing.T) (*framework.Env, *framework.Helm) {
 	t.Helper()
 	env := framework.Shared(t)
-	h := newHelm(t)
-	h.kubeconfig = helmKubeconfig(t, env)
-	return env, h
+	return env, framework.NewHelm(t, helmKubeconfig(t, env))
 }
 
 var (
@@ -285,9 +217,9 @@ func installCertManagerCRDs(t *testing.T, env *framework.Env) {
 // uninstallOnCleanup removes the release when the test ends: a leftover
 // webhook configuration whose Service has no endpoints would make the API
 // server reject snapshot objects of later tests.
-func uninstallOnCleanup(t *testing.T, h *helmCLI, release, ns string) {
+func uninstallOnCleanup(t *testing.T, h *framework.Helm, release, ns string) {
 	t.Cleanup(func() {
-		if _, err := h.run("uninstall", release, "--namespace", ns, "--ignore-not-found"); err != nil {
+		if _, err := h.Run(context.Background(), "uninstall", release, "--namespace", ns, "--ignore-not-found"); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})

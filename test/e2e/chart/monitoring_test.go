@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -37,8 +38,8 @@ func documented(t *testing.T, what, text string) {
 }
 
 func TestPrometheusRuleAlertsOnTheDocumentedGauges(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "metrics.prometheusRule.enabled=true",
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "metrics.prometheusRule.enabled=true",
 		"--set", "metrics.prometheusRule.pendingFor=20m", "--set", "metrics.prometheusRule.labels.release=prom",
 		"--set-json", `metrics.prometheusRule.extraRules=[{"alert":"Mine","expr":"vector(1)"}]`))
 	rule := r.get(t, "PrometheusRule", "snapkeeper")
@@ -79,18 +80,18 @@ func TestPrometheusRuleAlertsOnTheDocumentedGauges(t *testing.T) {
 		t.Errorf("Prometheus templates are not passed through: %q", summary)
 	}
 	// Webhook-only: no binder, nothing to alert on.
-	only := parseManifest(t, h.template(t, kubeNew, "--set", "metrics.prometheusRule.enabled=true", "--set", "controller.enabled=false"))
+	only := parseManifest(t, h.Template(t, kubeNew, "--set", "metrics.prometheusRule.enabled=true", "--set", "controller.enabled=false"))
 	if only.kinds()["PrometheusRule"] != 0 {
 		t.Error("a PrometheusRule is rendered without the controller")
 	}
-	if parseManifest(t, h.template(t, kubeNew)).kinds()["PrometheusRule"] != 0 {
+	if parseManifest(t, h.Template(t, kubeNew)).kinds()["PrometheusRule"] != 0 {
 		t.Error("the PrometheusRule is on by default")
 	}
 }
 
 func TestPodMonitorScrapesBothComponents(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "metrics.podMonitor.enabled=true", "--set", "metrics.podMonitor.labels.release=prom"))
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "metrics.podMonitor.enabled=true", "--set", "metrics.podMonitor.labels.release=prom"))
 	pm := r.get(t, "PodMonitor", "snapkeeper")
 	endpoints, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
 	if len(endpoints) != 2 {
@@ -108,11 +109,11 @@ func TestPodMonitorScrapesBothComponents(t *testing.T) {
 	if ca != "snapkeeper-webhook-tls" {
 		t.Errorf("webhook endpoint verified against %q", ca)
 	}
-	if _, err := h.run("template", "snapkeeper", chartDir(), "--kube-version", kubeNew,
+	if _, err := h.Run(context.Background(), "template", "snapkeeper", framework.ChartDir(), "--kube-version", kubeNew,
 		"--set", "metrics.podMonitor.enabled=true", "--set", "metrics.serviceMonitor.enabled=true"); err == nil {
 		t.Error("a PodMonitor and a ServiceMonitor together were accepted")
 	}
-	only := parseManifest(t, h.template(t, kubeNew, "--set", "metrics.podMonitor.enabled=true", "--set", "controller.enabled=false"))
+	only := parseManifest(t, h.Template(t, kubeNew, "--set", "metrics.podMonitor.enabled=true", "--set", "controller.enabled=false"))
 	endpoints, _, _ = unstructured.NestedSlice(only.get(t, "PodMonitor", "snapkeeper").Object, "spec", "podMetricsEndpoints")
 	if len(endpoints) != 1 {
 		t.Errorf("webhook-only: %d endpoints", len(endpoints))
@@ -120,8 +121,8 @@ func TestPodMonitorScrapesBothComponents(t *testing.T) {
 }
 
 func TestGrafanaDashboardConfigMap(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "metrics.grafanaDashboard.enabled=true", "--set", "metrics.grafanaDashboard.namespace=monitoring"))
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "metrics.grafanaDashboard.enabled=true", "--set", "metrics.grafanaDashboard.namespace=monitoring"))
 	var cm corev1.ConfigMap
 	r.into(t, "ConfigMap", "snapkeeper-dashboard", &cm)
 	if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "monitoring" {

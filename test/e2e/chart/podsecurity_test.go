@@ -8,10 +8,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 func TestPodsFollowTheRestrictedProfileAndSpreadOut(t *testing.T) {
-	r := parseManifest(t, newHelm(t).template(t, kubeNew, "--set", "controller.priorityClassName=system-cluster-critical"))
+	r := parseManifest(t, framework.NewHelm(t, "").Template(t, kubeNew, "--set", "controller.priorityClassName=system-cluster-critical"))
 	for _, name := range []string{"snapkeeper-controller", "snapkeeper-webhook"} {
 		var dep appsv1.Deployment
 		r.into(t, "Deployment", name, &dep)

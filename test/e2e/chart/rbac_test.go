@@ -34,7 +34,7 @@ var renderedRoles = map[string]roleOwner{
 // rbacTable, and every row that applies to the values is rendered: an
 // unneeded grant added to the chart fails here before any cluster runs.
 func TestRBACGrantsEachComponentOnlyWhatItUses(t *testing.T) {
-	h := newHelm(t)
+	h := framework.NewHelm(t, "")
 	bindCSISide := []string{"--set", "csiSide.rbac.create=true",
 		"--set", "csiSide.rbac.serviceAccounts[0].name=csi-driver", "--set", "csiSide.rbac.serviceAccounts[0].namespace=drivers"}
 	cases := map[string]struct {
@@ -50,7 +50,7 @@ func TestRBACGrantsEachComponentOnlyWhatItUses(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := parseManifest(t, h.template(t, kubeNew, append(c.args, bindCSISide...)...))
+			r := parseManifest(t, h.Template(t, kubeNew, append(c.args, bindCSISide...)...))
 			got := map[string]map[tuple]bool{}
 			for _, o := range r.objs {
 				if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
@@ -88,7 +88,7 @@ func TestRBACGrantsEachComponentOnlyWhatItUses(t *testing.T) {
 func TestServiceAccountsMayDoExactlyWhatTheTableSays(t *testing.T) {
 	env, h := clusterHelm(t)
 	ns, drvNS, other := env.Namespace(t), env.Namespace(t), env.Namespace(t)
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns,
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", ns,
 		"--set", "certificates.mode=selfManaged", "--set", "controller.enableDistributedSnapshotting=true",
 		"--set", "csiSide.rbac.create=true", "--set", "csiSide.rbac.serviceAccounts[0].name=csi-driver",
 		"--set", "csiSide.rbac.serviceAccounts[0].namespace=" + drvNS}, installArgs...)...)
@@ -175,7 +175,11 @@ func rulesIn(t *testing.T, env *framework.Env, ns, sa, n, where string) (map[tup
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client, err := kubernetes.NewForConfig(saConfig(t, env, ns, sa))
+	cfg, err := env.ServiceAccountConfig(ctx, ns, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
@@ -30,19 +31,19 @@ var certModes = map[string][]string{
 }
 
 func TestLintAndTemplateInEveryCertificateModeRenderTheSameBytesTwice(t *testing.T) {
-	h := newHelm(t)
+	h := framework.NewHelm(t, "")
 	for mode, args := range certModes {
 		t.Run(mode, func(t *testing.T) {
 			for _, kv := range []string{kubeOld, kubeNew} {
-				lint := append([]string{"lint", chartDir(), "--strict", "--kube-version", kv}, args...)
-				h.must(t, lint...)
-				first := h.template(t, kv, args...)
-				second := h.template(t, kv, args...)
+				lint := append([]string{"lint", framework.ChartDir(), "--strict", "--kube-version", kv}, args...)
+				h.Must(t, lint...)
+				first := h.Template(t, kv, args...)
+				second := h.Template(t, kv, args...)
 				if !bytes.Equal(first, second) {
 					t.Fatalf("kube %s: two renders differ:\n%s", kv, cmp.Diff(string(first), string(second)))
 				}
 			}
-			r := parseManifest(t, h.template(t, kubeNew, args...))
+			r := parseManifest(t, h.Template(t, kubeNew, args...))
 			kinds := r.kinds()
 			want := map[string]int{
 				"CustomResourceDefinition": 6, "Deployment": 2, "PodDisruptionBudget": 2,
@@ -108,16 +109,16 @@ func TestLintAndTemplateInEveryCertificateModeRenderTheSameBytesTwice(t *testing
 }
 
 func TestAutoModePicksCertManagerOnlyWhereItIsServed(t *testing.T) {
-	h := newHelm(t)
-	without := parseManifest(t, h.template(t, kubeNew))
+	h := framework.NewHelm(t, "")
+	without := parseManifest(t, h.Template(t, kubeNew))
 	if without.kinds()["Certificate"] != 0 {
 		t.Error("auto mode rendered cert-manager objects for a cluster without cert-manager")
 	}
-	with := parseManifest(t, h.template(t, kubeNew, "--api-versions", "cert-manager.io/v1/Certificate"))
+	with := parseManifest(t, h.Template(t, kubeNew, "--api-versions", "cert-manager.io/v1/Certificate"))
 	if with.kinds()["Certificate"] == 0 {
 		t.Error("auto mode did not use cert-manager where it is served")
 	}
-	user := parseManifest(t, h.template(t, kubeNew, "--set", "certificates.mode=certManager",
+	user := parseManifest(t, h.Template(t, kubeNew, "--set", "certificates.mode=certManager",
 		"--set", "certificates.certManager.issuerRef.name=corp-ca", "--set", "certificates.certManager.issuerRef.kind=ClusterIssuer"))
 	if user.kinds()["Issuer"] != 0 {
 		t.Error("a user issuerRef still renders the chart's own issuers")
@@ -165,7 +166,7 @@ func webhookEntries(t *testing.T, r *rendered, name string) []webhookEntry {
 }
 
 func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(t *testing.T) {
-	h := newHelm(t)
+	h := framework.NewHelm(t, "")
 	type want struct {
 		kind, group, scope, policy string
 		ops                        []admissionregistrationv1.OperationType
@@ -185,7 +186,7 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 	}
 	for _, kv := range []string{kubeOld, kubeNew} {
 		t.Run(kv, func(t *testing.T) {
-			entries := webhookEntries(t, parseManifest(t, h.template(t, kv)), "snapkeeper-webhook")
+			entries := webhookEntries(t, parseManifest(t, h.Template(t, kv)), "snapkeeper-webhook")
 			if len(entries) != len(wants) {
 				t.Fatalf("%d webhook entries, want one per resource (%d)", len(entries), len(wants))
 			}
@@ -244,7 +245,7 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 	}
 
 	t.Run("values change one entry only", func(t *testing.T) {
-		entries := webhookEntries(t, parseManifest(t, h.template(t, kubeNew,
+		entries := webhookEntries(t, parseManifest(t, h.Template(t, kubeNew,
 			"--set", "webhook.admission.rules.persistentvolumeclaims.failurePolicy=Fail",
 			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
 			"--set", "webhook.admission.timeoutSeconds=10",
@@ -260,11 +261,11 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 	})
 
 	t.Run("a configuration without entries is not rendered", func(t *testing.T) {
-		noClaims := parseManifest(t, h.template(t, kubeNew, "--set", "webhook.admission.rules.persistentvolumeclaims.enabled=false")).kinds()
+		noClaims := parseManifest(t, h.Template(t, kubeNew, "--set", "webhook.admission.rules.persistentvolumeclaims.enabled=false")).kinds()
 		if noClaims["MutatingWebhookConfiguration"] != 0 || noClaims["ValidatingWebhookConfiguration"] != 1 {
 			t.Errorf("claims disabled: %v", noClaims)
 		}
-		claimsOnly := parseManifest(t, h.template(t, kubeNew,
+		claimsOnly := parseManifest(t, h.Template(t, kubeNew,
 			"--set", "webhook.admission.rules.volumesnapshots.enabled=false",
 			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
 			"--set", "webhook.admission.rules.volumesnapshotclasses.enabled=false",
@@ -278,8 +279,8 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 }
 
 func TestCRDsAreTheGeneratedOnesWithTheKeepPolicyAndNoConversion(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "crds.labels.team=storage"))
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "crds.labels.team=storage"))
 	files, err := filepath.Glob(filepath.Join(framework.CRDDir(), "*.yaml"))
 	if err != nil || len(files) != 6 {
 		t.Fatalf("want 6 generated CRDs, got %d (%v)", len(files), err)
@@ -312,13 +313,13 @@ func TestCRDsAreTheGeneratedOnesWithTheKeepPolicyAndNoConversion(t *testing.T) {
 			}
 		}
 	}
-	if n := parseManifest(t, h.template(t, kubeNew, "--set", "crds.install=false")).kinds()["CustomResourceDefinition"]; n != 0 {
+	if n := parseManifest(t, h.Template(t, kubeNew, "--set", "crds.install=false")).kinds()["CustomResourceDefinition"]; n != 0 {
 		t.Errorf("crds.install=false still renders %d CRDs", n)
 	}
 }
 
 func TestSchemaRejectsMistakes(t *testing.T) {
-	h := newHelm(t)
+	h := framework.NewHelm(t, "")
 	bad := map[string][]string{
 		"a misspelt top-level key":      {"--set", "controler.replicas=1"},
 		"an unknown failure policy":     {"--set", "webhook.admission.rules.volumesnapshots.failurePolicy=Warn"},
@@ -329,8 +330,8 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 	}
 	for name, args := range bad {
 		t.Run(name, func(t *testing.T) {
-			all := append([]string{"template", "snapkeeper", chartDir(), "--kube-version", kubeNew}, args...)
-			if _, err := h.run(all...); err == nil {
+			all := append([]string{"template", "snapkeeper", framework.ChartDir(), "--kube-version", kubeNew}, args...)
+			if _, err := h.Run(context.Background(), all...); err == nil {
 				t.Error("helm template accepted it")
 			}
 		})
@@ -341,9 +342,9 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 // the named templates; it must render with them.
 func TestTheDriverChartExampleRendersTheCSISide(t *testing.T) {
 	dir := driverChart(t)
-	h := newHelm(t)
-	h.must(t, "lint", dir, "--kube-version", kubeNew)
-	r := parseManifest(t, []byte(h.must(t, "template", "drv", dir, "--namespace", "drivers", "--kube-version", kubeNew)))
+	h := framework.NewHelm(t, "")
+	h.Must(t, "lint", dir, "--kube-version", kubeNew)
+	r := parseManifest(t, []byte(h.Must(t, "template", "drv", dir, "--namespace", "drivers", "--kube-version", kubeNew)))
 	var dep appsv1.Deployment
 	r.into(t, "Deployment", "drv-controller", &dep)
 	var side *corev1.Container
@@ -383,8 +384,8 @@ func TestTheDriverChartExampleRendersTheCSISide(t *testing.T) {
 func driverChart(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "driver-chart")
-	copyDir(t, filepath.Join(chartDir(), "examples", "driver-chart"), dir)
-	copyDir(t, chartDir(), filepath.Join(dir, "charts", "snapkeeper"))
+	copyDir(t, filepath.Join(framework.ChartDir(), "examples", "driver-chart"), dir)
+	copyDir(t, framework.ChartDir(), filepath.Join(dir, "charts", "snapkeeper"))
 	if err := os.RemoveAll(filepath.Join(dir, "charts", "snapkeeper", "examples")); err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func copyDir(t *testing.T, src, dst string) {
 
 // Every value of values.yaml has a row in README.md.
 func TestREADMEDocumentsEveryValue(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(chartDir(), "values.yaml"))
+	b, err := os.ReadFile(filepath.Join(framework.ChartDir(), "values.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +428,7 @@ func TestREADMEDocumentsEveryValue(t *testing.T) {
 	if err := yaml.Unmarshal(b, &values); err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(chartDir(), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(framework.ChartDir(), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,8 +451,8 @@ func TestREADMEDocumentsEveryValue(t *testing.T) {
 }
 
 func TestOptionalObjectsRenderValidObjects(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew,
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew,
 		"--set", "networkPolicy.enabled=true",
 		"--set", "metrics.serviceMonitor.enabled=true",
 		"--set", "csiSide.rbac.create=true",
@@ -492,11 +493,11 @@ func TestOptionalObjectsRenderValidObjects(t *testing.T) {
 	}
 
 	// Each component alone.
-	only := parseManifest(t, h.template(t, kubeNew, "--set", "webhook.enabled=false"))
+	only := parseManifest(t, h.Template(t, kubeNew, "--set", "webhook.enabled=false"))
 	if k := only.kinds(); k["ValidatingWebhookConfiguration"] != 0 || k["MutatingWebhookConfiguration"] != 0 || k["Deployment"] != 1 {
 		t.Errorf("webhook.enabled=false renders %v", k)
 	}
-	only = parseManifest(t, h.template(t, kubeNew, "--set", "controller.enabled=false", "--set", "crds.install=false"))
+	only = parseManifest(t, h.Template(t, kubeNew, "--set", "controller.enabled=false", "--set", "crds.install=false"))
 	if k := only.kinds(); k["Deployment"] != 1 || k["ClusterRole"] != 1 {
 		t.Errorf("controller.enabled=false renders %v", k)
 	}
@@ -506,8 +507,8 @@ func TestOptionalObjectsRenderValidObjects(t *testing.T) {
 // API and keep Go's heap under it (pkg/memlimit); a user's GOMEMLIMIT in
 // extraEnv comes after it and wins.
 func TestContainersGetTheirMemoryLimit(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "webhook.extraEnv[0].name=GOMEMLIMIT", "--set", "webhook.extraEnv[0].value=100MiB"))
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "webhook.extraEnv[0].name=GOMEMLIMIT", "--set", "webhook.extraEnv[0].value=100MiB"))
 	for _, name := range []string{"snapkeeper-controller", "snapkeeper-webhook"} {
 		var dep appsv1.Deployment
 		r.into(t, "Deployment", name, &dep)

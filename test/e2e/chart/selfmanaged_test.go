@@ -4,171 +4,29 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/snapkeeper/snapkeeper/pkg/admission"
 	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
-// saConfig is a client configuration with a token of the ServiceAccount
-// from the TokenRequest API, as the kubelet would mount it.
-func saConfig(t *testing.T, env *framework.Env, ns, sa string) *rest.Config {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of %s/%s: %v", ns, sa, err)
-	}
-	return &rest.Config{Host: env.URL, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-}
-
-// testWebhook is an admission endpoint on loopback that serves the
-// certificate in dir through the webhook's own reloader, allows everything
-// except objects labelled deny=true, and counts the reviews it answered.
-type testWebhook struct {
-	addr    string
-	reviews atomic.Int64
-}
-
-func startTestWebhook(t *testing.T, dir string) *testWebhook {
-	t.Helper()
-	reloader := admission.NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), 100*time.Millisecond, nil)
-	if err := reloader.Load(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go reloader.Run(ctx)
-	w := &testWebhook{}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.addr = l.Addr().String()
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(w.serve),
-		TLSConfig:         &tls.Config{GetCertificate: reloader.GetCertificate, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 5 * time.Second,
-	}
-	go func() { _ = srv.ServeTLS(l, "", "") }()
-	t.Cleanup(func() { cancel(); srv.Close() })
-	return w
-}
-
-func (w *testWebhook) serve(rw http.ResponseWriter, r *http.Request) {
-	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&review); err != nil || review.Request == nil {
-		http.Error(rw, "bad review", http.StatusBadRequest)
-		return
-	}
-	w.reviews.Add(1)
-	var obj metav1.PartialObjectMetadata
-	_ = json.Unmarshal(review.Request.Object.Raw, &obj)
-	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: obj.Labels["deny"] != "true"}
-	if !resp.Allowed {
-		resp.Result = &metav1.Status{Message: "denied by the selfManaged test webhook"}
-	}
-	review.Response, review.Request = resp, nil
-	rw.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(rw).Encode(&review)
-}
-
-// pointAtLoopback replaces the Service of every webhook entry of both
-// configurations named name (validating: snapshot kinds; mutating: claims)
-// by a URL on the test webhook: this API server has no Service routing.
-// Everything else of the configurations stays as the chart rendered it.
-func pointAtLoopback(t *testing.T, env *framework.Env, name, addr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	patch := func(configs []admissionregistrationv1.WebhookClientConfig) []byte {
-		var ops []map[string]any
-		for i, c := range configs {
-			cc := map[string]any{"url": fmt.Sprintf("https://%s%s", addr, *c.Service.Path)}
-			if len(c.CABundle) > 0 {
-				cc["caBundle"] = c.CABundle
-			}
-			ops = append(ops, map[string]any{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/clientConfig", i), "value": cc})
-		}
-		body, _ := json.Marshal(ops)
-		return body
-	}
-	reg := env.Kube.AdmissionregistrationV1()
-	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var configs []admissionregistrationv1.WebhookClientConfig
-	for _, wh := range vwc.Webhooks {
-		configs = append(configs, wh.ClientConfig)
-	}
-	if _, err := reg.ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, patch(configs), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	configs = nil
-	for _, wh := range mwc.Webhooks {
-		configs = append(configs, wh.ClientConfig)
-	}
-	if _, err := reg.MutatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, patch(configs), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// caBundles returns the caBundle of every entry of both configurations named
-// name, by kind and entry name.
-func caBundles(ctx context.Context, env *framework.Env, name string) (map[string][]byte, error) {
-	reg := env.Kube.AdmissionregistrationV1()
-	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]byte{}
-	for _, wh := range vwc.Webhooks {
-		out["validating "+wh.Name] = wh.ClientConfig.CABundle
-	}
-	for _, wh := range mwc.Webhooks {
-		out["mutating "+wh.Name] = wh.ClientConfig.CABundle
-	}
-	return out, nil
-}
-
 // restoreClaim is a claim restoring from a snapshot; labels decide what the
-// test webhook answers.
+// stub webhook answers (framework.StubWebhook).
 func restoreClaim(apiGroup *string, labels map[string]string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "restore-", Labels: labels},
@@ -212,7 +70,7 @@ func selfManagedFlags(t *testing.T, env *framework.Env, ns, deployment string) *
 func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *testing.T) {
 	env, h := clusterHelm(t)
 	ns, apps := env.Namespace(t), env.Namespace(t)
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", ns, "--set", "certificates.mode=selfManaged"}, installArgs...)...)
 	uninstallOnCleanup(t, h, "sk", ns)
 
 	f := selfManagedFlags(t, env, ns, "sk-snapkeeper-webhook")
@@ -220,7 +78,11 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 	f.CertDir = t.TempDir()
 	cfg := f.Config(ns)
 	cfg.PublishDelay = 2 * time.Second
-	cfg.Client = kubernetes.NewForConfigOrDie(saConfig(t, env, ns, "sk-snapkeeper-webhook"))
+	webhookIdentity, err := env.ServiceAccountConfig(context.Background(), ns, "sk-snapkeeper-webhook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Client = kubernetes.NewForConfigOrDie(webhookIdentity)
 	m, err := selfcert.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -234,8 +96,8 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 	go func() { done <- m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	wh := startTestWebhook(t, f.CertDir)
-	pointAtLoopback(t, env, f.WebhookConfiguration, wh.addr)
+	wh := framework.StartStubWebhook(t, f.CertDir)
+	framework.MustPointWebhooksAt(t, env, f.WebhookConfiguration, wh.Addr)
 	framework.Eventually(t, 30*time.Second, "caBundle set by the Manager", func() (bool, error) {
 		return bundleMatchesSecret(ctx, env, ns, f)
 	})
@@ -251,7 +113,7 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 	}
 	expectDenied := func(stage string) {
 		t.Helper()
-		if err := create(true); err == nil || !strings.Contains(err.Error(), "denied by the selfManaged test webhook") {
+		if err := create(true); err == nil || !strings.Contains(err.Error(), framework.StubWebhookDenial) {
 			t.Fatalf("%s: a denied object got %v: the API server did not call the webhook over trusted TLS", stage, err)
 		}
 		if err := create(false); err != nil {
@@ -261,7 +123,7 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 		// Ignore: only a call over trusted TLS can deny).
 		claim := restoreClaim(ptr("snapshot.storage.k8s.io"), map[string]string{"deny": "true"})
 		if _, err := env.Kube.CoreV1().PersistentVolumeClaims(apps).Create(ctx, claim, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil ||
-			!strings.Contains(err.Error(), "denied by the selfManaged test webhook") {
+			!strings.Contains(err.Error(), framework.StubWebhookDenial) {
 			t.Fatalf("%s: a denied claim got %v: the API server did not call the mutating webhook over trusted TLS", stage, err)
 		}
 	}
@@ -276,35 +138,15 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 		defer mu.Unlock()
 		failures = append(failures, fmt.Sprintf(format, args...))
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if err := create(false); err != nil {
-				fail("API server request %d: %v", i, err)
-			}
+	stop := framework.Repeat(50*time.Millisecond, func(i int) {
+		if err := create(false); err != nil {
+			fail("API server request %d: %v", i, err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			if err := callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.addr); err != nil {
-				fail("direct TLS request %d: %v", i, err)
-			}
+	}, func(i int) {
+		if err := callTrustingBundle(ctx, env, f.WebhookConfiguration, wh.Addr); err != nil {
+			fail("direct TLS request %d: %v", i, err)
 		}
-	}()
+	})
 
 	before := secretData(ctx, t, env, ns, f.SecretName)
 	sec, err := env.Kube.CoreV1().Secrets(ns).Get(ctx, f.SecretName, metav1.GetOptions{})
@@ -315,7 +157,7 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 	if _, err := env.Kube.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	servedBefore := wh.reviews.Load()
+	servedBefore := wh.Reviews()
 	framework.Eventually(t, time.Minute, "the webhook to serve a certificate of the new CA", func() (bool, error) {
 		after := secretData(ctx, t, env, ns, f.SecretName)
 		if string(after["ca.key"]) == string(before["ca.key"]) {
@@ -328,12 +170,11 @@ func TestSelfManagedCertificatesAreTrustedAndRotateWithoutAFailedRequest(t *test
 		return string(onDisk) == string(after["tls.crt"]) && string(after["tls.crt"]) != string(before["tls.crt"]), nil
 	})
 	time.Sleep(time.Second) // the reloader picks the new files up; keep the load on
-	close(stop)
-	wg.Wait()
+	stop()
 	for _, f := range failures {
 		t.Error(f)
 	}
-	if n := wh.reviews.Load() - servedBefore; n < 10 {
+	if n := wh.Reviews() - servedBefore; n < 10 {
 		t.Errorf("only %d reviews answered during the rotation", n)
 	}
 	after := secretData(ctx, t, env, ns, f.SecretName)
@@ -357,7 +198,7 @@ func bundleMatchesSecret(ctx context.Context, env *framework.Env, ns string, f *
 	if err != nil {
 		return false, err
 	}
-	bundles, err := caBundles(ctx, env, f.WebhookConfiguration)
+	bundles, err := framework.WebhookCABundles(ctx, env, f.WebhookConfiguration)
 	if err != nil {
 		return false, err
 	}
@@ -373,7 +214,7 @@ func bundleMatchesSecret(ctx context.Context, env *framework.Env, ns string, f *
 // configurations and makes one TLS request to the webhook trusting exactly
 // each bundle, as the API server does.
 func callTrustingBundle(ctx context.Context, env *framework.Env, name, addr string) error {
-	bundles, err := caBundles(ctx, env, name)
+	bundles, err := framework.WebhookCABundles(ctx, env, name)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package chart
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,15 +25,15 @@ type chartComponents struct {
 	webhook, binder, csiSide *framework.Process
 }
 
-func startChartComponents(t *testing.T, env *framework.Env, h *helmCLI) *chartComponents {
+func startChartComponents(t *testing.T, env *framework.Env, h *framework.Helm) *chartComponents {
 	t.Helper()
 	controllerBin, webhookBin := ownBinary(t, "cmd/controller"), ownBinary(t, "cmd/webhook")
 	cc := &chartComponents{ns: env.Namespace(t), drvNS: env.Namespace(t)}
 	caBundle, certDir := existingTLSSecret(t, env, cc.ns, "byo-tls", "sk-snapkeeper-webhook."+cc.ns+".svc")
-	h.must(t, append([]string{"install", "sk", chartDir(), "--namespace", cc.ns, "--set", "certificates.mode=existingSecret",
+	h.Must(t, append([]string{"install", "sk", framework.ChartDir(), "--namespace", cc.ns, "--set", "certificates.mode=existingSecret",
 		"--set", "certificates.existingSecret.name=byo-tls", "--set", "certificates.existingSecret.caBundle=" + caBundle}, installArgs...)...)
 	uninstallOnCleanup(t, h, "sk", cc.ns)
-	h.must(t, "install", "drv", driverChart(t), "--namespace", cc.drvNS, "--set", "driver.name="+framework.MockDriverName)
+	h.Must(t, "install", "drv", driverChart(t), "--namespace", cc.drvNS, "--set", "driver.name="+framework.MockDriverName)
 	uninstallOnCleanup(t, h, "drv", cc.drvNS)
 
 	// The webhook, on loopback, with the Secret's files where the volume
@@ -43,37 +42,34 @@ func startChartComponents(t *testing.T, env *framework.Env, h *helmCLI) *chartCo
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.webhook = podProcess{namespace: cc.ns, deployment: "sk-snapkeeper-webhook", container: "webhook",
-		rewrite: map[string]string{
-			"--port=":                 fmt.Sprintf("--port=%d", port),
-			"--tls-cert-file=":        "--tls-cert-file=" + filepath.Join(certDir, "tls.crt"),
-			"--tls-private-key-file=": "--tls-private-key-file=" + filepath.Join(certDir, "tls.key"),
-		},
-		extra:    []string{"--bind-address=127.0.0.1"},
-		readable: []string{certDir},
-	}.start(t, env, webhookBin)
-	waitHTTP(t, cc.webhook, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
-	pointAtLoopback(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
+	webhook, err := framework.PodProcess{Namespace: cc.ns, Deployment: "sk-snapkeeper-webhook", Container: "webhook", Confine: true}.
+		LoopbackWebhook(context.Background(), env, port, certDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.webhook = webhook.Start(t, env, webhookBin)
+	cc.webhook.WaitOK(t, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), time.Minute)
+	framework.MustPointWebhooksAt(t, env, "sk-snapkeeper-webhook", fmt.Sprintf("127.0.0.1:%d", port))
 
 	httpAddr, err := framework.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.binder = podProcess{namespace: cc.ns, deployment: "sk-snapkeeper-controller", container: "controller",
-		rewrite: map[string]string{"--http-endpoint=": "--http-endpoint=" + httpAddr}}.start(t, env, controllerBin)
-	waitHTTP(t, cc.binder, "http://"+httpAddr+"/healthz")
+	cc.binder = framework.PodProcess{Namespace: cc.ns, Deployment: "sk-snapkeeper-controller", Container: "controller", Confine: true,
+		Rewrite: map[string]string{"--http-endpoint=": "--http-endpoint=" + httpAddr}}.Start(t, env, controllerBin)
+	cc.binder.WaitOK(t, "http://"+httpAddr+"/healthz", time.Minute)
 
 	cc.drv = env.StartCSIDriver(t, framework.CSIDriverOptions{})
 	csiAddr, err := framework.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.csiSide = podProcess{namespace: cc.drvNS, deployment: "drv-controller", container: "snapkeeper-csi-side",
-		rewrite: map[string]string{
+	cc.csiSide = framework.PodProcess{Namespace: cc.drvNS, Deployment: "drv-controller", Container: "snapkeeper-csi-side", Confine: true,
+		Rewrite: map[string]string{
 			"--csi-address=":   "--csi-address=" + cc.drv.Socket,
 			"--http-endpoint=": "--http-endpoint=" + csiAddr,
-		}}.start(t, env, controllerBin)
-	waitHTTP(t, cc.csiSide, "http://"+csiAddr+"/healthz")
+		}}.Start(t, env, controllerBin)
+	cc.csiSide.WaitOK(t, "http://"+csiAddr+"/healthz", time.Minute)
 	return cc
 }
 

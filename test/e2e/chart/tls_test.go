@@ -1,16 +1,10 @@
 package chart
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,7 +56,7 @@ func TestWebhookPortRefusesOldTLSAndWeakCipherSuites(t *testing.T) {
 	}
 	t.Cleanup(func() { proc.Stop(5 * time.Second) })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitHTTP(t, proc, "https://"+addr+"/readyz")
+	proc.WaitOK(t, "https://"+addr+"/readyz", time.Minute)
 
 	versions := []handshake{
 		{name: "TLS 1.0", min: tls.VersionTLS10, max: tls.VersionTLS10},
@@ -75,7 +69,11 @@ func TestWebhookPortRefusesOldTLSAndWeakCipherSuites(t *testing.T) {
 		checkSuites(t, addr, "ECDSA")
 	})
 
-	writeRSAServingPair(t, dir)
+	// Rotated in place, key first: the reloader serves the old pair until
+	// both files match.
+	if err := ca.ServingRSA(dir, "snapkeeper-webhook"); err != nil {
+		t.Fatal(err)
+	}
 	framework.Eventually(t, 30*time.Second, "the webhook to serve the RSA certificate", func() (bool, error) {
 		alg, err := servedKeyAlgorithm(addr)
 		return alg == x509.RSA, err
@@ -180,37 +178,4 @@ func servedKeyAlgorithm(addr string) (x509.PublicKeyAlgorithm, error) {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0].PublicKeyAlgorithm, nil
-}
-
-// writeRSAServingPair replaces tls.crt and tls.key in dir by a self-signed
-// RSA 2048 pair for 127.0.0.1, key first: the reloader serves the old pair
-// until both match.
-func writeRSAServingPair(t *testing.T, dir string) {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "snapkeeper-webhook"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"snapkeeper-webhook"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []struct {
-		name  string
-		block *pem.Block
-	}{
-		{"tls.key", &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}},
-		{"tls.crt", &pem.Block{Type: "CERTIFICATE", Bytes: der}},
-	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f.name), pem.EncodeToMemory(f.block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

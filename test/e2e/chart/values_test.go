@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -8,12 +9,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 func TestWebhookHostNetworkDNSPolicyAndPort(t *testing.T) {
-	h := newHelm(t)
+	h := framework.NewHelm(t, "")
 	pod := func(args ...string) (corev1.PodSpec, corev1.Service) {
-		r := parseManifest(t, h.template(t, kubeNew, args...))
+		r := parseManifest(t, h.Template(t, kubeNew, args...))
 		var dep appsv1.Deployment
 		r.into(t, "Deployment", "snapkeeper-webhook", &dep)
 		var svc corev1.Service
@@ -38,7 +41,7 @@ func TestWebhookHostNetworkDNSPolicyAndPort(t *testing.T) {
 	if spec.DNSPolicy != corev1.DNSDefault {
 		t.Errorf("explicit dnsPolicy: %q", spec.DNSPolicy)
 	}
-	if _, err := h.run("template", "snapkeeper", chartDir(), "--set", "webhook.dnsPolicy=Sometimes"); err == nil {
+	if _, err := h.Run(context.Background(), "template", "snapkeeper", framework.ChartDir(), "--set", "webhook.dnsPolicy=Sometimes"); err == nil {
 		t.Error("the schema accepted an unknown dnsPolicy")
 	}
 }
@@ -47,8 +50,8 @@ const classValues = `volumeSnapshotClasses=[{"name":"fast","driver":"a.csi.io","
 const groupClassValues = `volumeGroupSnapshotClasses=[{"name":"group","driver":"a.csi.io","default":false}]`
 
 func TestSnapshotClassListsRenderObjects(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set-json", classValues, "--set-json", groupClassValues))
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set-json", classValues, "--set-json", groupClassValues))
 	fast := r.get(t, "VolumeSnapshotClass", "fast")
 	switch {
 	case fast.GetAnnotations()["snapshot.storage.kubernetes.io/is-default-class"] != "true":
@@ -77,7 +80,7 @@ func TestSnapshotClassListsRenderObjects(t *testing.T) {
 			t.Errorf("%s: objectSelector %+v", wh.Name, wh.ObjectSelector)
 		}
 	}
-	plain := parseManifest(t, h.template(t, kubeNew))
+	plain := parseManifest(t, h.Template(t, kubeNew))
 	if k := plain.kinds(); k["VolumeSnapshotClass"] != 0 || k["VolumeGroupSnapshotClass"] != 0 {
 		t.Errorf("classes rendered by default: %v", k)
 	}
@@ -92,15 +95,15 @@ func TestSnapshotClassListsRenderObjects(t *testing.T) {
 		"an unknown policy":          `volumeGroupSnapshotClasses=[{"name":"a","driver":"d","deletionPolicy":"Keep"}]`,
 	}
 	for what, v := range bad {
-		if _, err := h.run("template", "snapkeeper", chartDir(), "--set-json", v); err == nil {
+		if _, err := h.Run(context.Background(), "template", "snapkeeper", framework.ChartDir(), "--set-json", v); err == nil {
 			t.Errorf("%s was accepted", what)
 		}
 	}
 }
 
 func TestHelmTestPodExpectsAWebhookDenial(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "imagePullSecrets[0].name=pull"))
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "imagePullSecrets[0].name=pull"))
 	var pod corev1.Pod
 	r.into(t, "Pod", "snapkeeper-test", &pod)
 	var webhook appsv1.Deployment
@@ -119,7 +122,7 @@ func TestHelmTestPodExpectsAWebhookDenial(t *testing.T) {
 	case len(pod.Spec.ImagePullSecrets) != 1 || pod.Spec.ImagePullSecrets[0].Name != "pull":
 		t.Errorf("imagePullSecrets %v", pod.Spec.ImagePullSecrets)
 	}
-	r = parseManifest(t, h.template(t, kubeNew, "--set", "tests.image.tag=9.9"))
+	r = parseManifest(t, h.Template(t, kubeNew, "--set", "tests.image.tag=9.9"))
 	var tagged corev1.Pod
 	r.into(t, "Pod", "snapkeeper-test", &tagged)
 	if img := tagged.Spec.Containers[0].Image; img != "ghcr.io/snapkeeper/snapkeeper:9.9" {
@@ -131,15 +134,15 @@ func TestHelmTestPodExpectsAWebhookDenial(t *testing.T) {
 		}
 	}
 	for _, off := range [][]string{{"--set", "tests.enabled=false"}, {"--set", "webhook.enabled=false"}} {
-		if parseManifest(t, h.template(t, kubeNew, off...)).find("Pod", "snapkeeper-test") != nil {
+		if parseManifest(t, h.Template(t, kubeNew, off...)).find("Pod", "snapkeeper-test") != nil {
 			t.Errorf("%v renders the test Pod", off)
 		}
 	}
 }
 
 func TestWebhookOnlyModeRendersNoController(t *testing.T) {
-	h := newHelm(t)
-	r := parseManifest(t, h.template(t, kubeNew, "--set", "controller.enabled=false", "--set", "crds.install=false",
+	h := framework.NewHelm(t, "")
+	r := parseManifest(t, h.Template(t, kubeNew, "--set", "controller.enabled=false", "--set", "crds.install=false",
 		"--set", "metrics.serviceMonitor.enabled=true"))
 	k := r.kinds()
 	if k["Deployment"] != 1 || r.find("Deployment", "snapkeeper-webhook") == nil || k["CustomResourceDefinition"] != 0 {

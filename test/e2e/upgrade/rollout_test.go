@@ -116,7 +116,7 @@ func (c *cluster) rollController(t *testing.T, old *framework.Component, ns, lea
 		if h == "" || h == oldHolder {
 			return false, fmt.Errorf("Lease holder %q", h)
 		}
-		return true, httpOK("http://" + r.next.HTTPAddr + "/readyz")
+		return true, framework.HTTPOK("http://" + r.next.HTTPAddr + "/readyz")
 	})
 	r.handover = time.Since(t0)
 	t.Logf("%s: old replica exited %s after SIGTERM (Lease released: %v), new one led and was ready %s after the SIGTERM",
@@ -229,7 +229,7 @@ func (c *cluster) checkStable(t *testing.T, sw *swapped) {
 	if st.webhook.Exited() {
 		t.Fatalf("%s exited:\n%s", st.webhook.Name, st.webhook.Tail(4000))
 	}
-	if err := httpOK("https://" + st.webhookAddr + "/readyz"); err != nil {
+	if err := framework.HTTPOK("https://" + st.webhookAddr + "/readyz"); err != nil {
 		t.Error(err)
 	}
 	if o, err := judge(ctx, c.env); o != judged {

@@ -3,12 +3,9 @@ package upgrade
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,21 +114,9 @@ func (c *cluster) upgrade(t *testing.T, b *build) {
 // caBundles is the caBundle of every entry of both webhook configurations.
 func (c *cluster) caBundles(ctx context.Context, t *testing.T) map[string][]byte {
 	t.Helper()
-	reg := c.env.Kube.AdmissionregistrationV1()
-	vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, webhookDeployment, metav1.GetOptions{})
+	out, err := framework.WebhookCABundles(ctx, c.env, webhookDeployment)
 	if err != nil {
 		t.Fatal(err)
-	}
-	mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, webhookDeployment, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]byte{}
-	for _, wh := range vwc.Webhooks {
-		out["validating "+wh.Name] = wh.ClientConfig.CABundle
-	}
-	for _, wh := range mwc.Webhooks {
-		out["mutating "+wh.Name] = wh.ClientConfig.CABundle
 	}
 	return out
 }
@@ -155,27 +140,18 @@ func (c *cluster) startWebhook(t *testing.T, b *build, pod string) (*framework.P
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := framework.PodProcess{Namespace: c.ns, Deployment: webhookDeployment, Container: "webhook", Pod: pod}
-	rendered, _, err := p.Args(ctx, c.env)
-	if err != nil {
-		t.Fatal(err)
-	}
 	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := c.env.TempDir(t, pod+"-tls")
-	p.Rewrite = map[string]string{
-		"--port=":                   fmt.Sprintf("--port=%d", port),
-		"--tls-cert-file=":          "--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
-		"--tls-private-key-file=":   "--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
-		"--self-managed-cert-dir=":  "--self-managed-cert-dir=" + dir,
-		"--self-managed-dns-names=": "--self-managed-dns-names=" + flagValue(rendered, "--self-managed-dns-names") + ",127.0.0.1",
+	p, err := framework.PodProcess{Namespace: c.ns, Deployment: webhookDeployment, Container: "webhook", Pod: pod}.
+		LoopbackWebhook(ctx, c.env, port, c.env.TempDir(t, pod+"-tls"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	p.Extra = []string{"--bind-address=127.0.0.1"}
 	proc := p.Start(t, c.env, b.Webhook)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitOK(t, proc, "https://"+addr+"/readyz", time.Minute)
+	proc.WaitOK(t, "https://"+addr+"/readyz", time.Minute)
 	return proc, addr
 }
 
@@ -195,7 +171,7 @@ func (c *cluster) startController(t *testing.T, b *build, ns, deployment, contai
 	}
 	p := framework.PodProcess{Namespace: ns, Deployment: deployment, Container: container, Pod: pod, Rewrite: rewrite}
 	proc := p.Start(t, c.env, b.Controller)
-	waitOK(t, proc, "http://"+addr+"/healthz", time.Minute)
+	proc.WaitOK(t, "http://"+addr+"/healthz", time.Minute)
 	return &framework.Component{Name: proc.Name, HTTPAddr: addr, Proc: proc}
 }
 
@@ -228,43 +204,4 @@ func (c *cluster) leaseHolder(ctx context.Context, ns, name string) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
-}
-
-// flagValue is the value of --name=value in args.
-func flagValue(args []string, name string) string {
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-var insecure = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // health polls of loopback test servers
-}}
-
-// httpOK reports whether url answers 200.
-func httpOK(url string) error {
-	resp, err := insecure.Get(url)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-// waitOK waits until url answers 200 while proc runs.
-func waitOK(t *testing.T, proc *framework.Process, url string, timeout time.Duration) {
-	t.Helper()
-	framework.Eventually(t, timeout, url, func() (bool, error) {
-		if proc.Exited() {
-			t.Fatalf("%s exited:\n%s", proc.Name, proc.Tail(4000))
-		}
-		err := httpOK(url)
-		return err == nil, err
-	})
 }

@@ -147,30 +147,17 @@ type rotationLoad struct {
 // called: even ones through the API server, odd ones straight to the
 // webhook.
 func (l *rotationLoad) start(ctx context.Context, env *framework.Env, w *webhookServer) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range rotationClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; ; n++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if i%2 == 0 {
-					l.count(w.probeDenied(ctx, env))
-				} else {
-					l.count(w.reviewDenied(ctx, fmt.Sprintf("rotation-%d-%d", i, n)))
-				}
+	clients := make([]func(n int), rotationClients)
+	for i := range clients {
+		clients[i] = func(n int) {
+			if i%2 == 0 {
+				l.count(w.probeDenied(ctx, env))
+			} else {
+				l.count(w.reviewDenied(ctx, fmt.Sprintf("rotation-%d-%d", i, n)))
 			}
-		}()
+		}
 	}
-	return func() {
-		close(done)
-		wg.Wait()
-	}
+	return framework.Repeat(0, clients...)
 }
 
 func (l *rotationLoad) count(err error) {

@@ -1,4 +1,4 @@
-package chart
+package framework
 
 import (
 	"fmt"
@@ -8,21 +8,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // confinement is what a container's securityContext takes away from a
-// process, rebuilt on this machine so that our binaries run under the
-// chart's own settings: a read-only root filesystem (a private mount
-// namespace remounts / read-only; only the directories that stand in for
-// the pod's writable volumes stay writable), the UID and GID, no
-// capabilities, no privilege escalation, and no HOME with / as the working
-// directory. A binary that writes anywhere else fails its test.
+// process, rebuilt on this machine so that our binaries run under their
+// Deployment's settings (PodProcess.Confine): a read-only root filesystem
+// (a private mount namespace remounts / read-only; only the directories
+// that stand in for the pod's writable volumes stay writable), the UID and
+// GID, no capabilities, no privilege escalation, and no HOME with / as the
+// working directory. A binary that writes anywhere else fails its test.
 type confinement struct {
 	readOnlyRoot bool
 	uid, gid     *int64
@@ -56,12 +53,12 @@ func confinementOf(pod corev1.PodSpec, c corev1.Container, writable []string) co
 // the mount namespace, setpriv(1) for the identity and capabilities. It
 // needs root and both tools; without them the process runs unconfined and
 // the test says so.
-func (c confinement) wrap(t *testing.T, bin string, args []string, readable ...string) (cmd string, cmdArgs []string, confined bool) {
+func (c confinement) wrap(t T, bin string, args []string, readable ...string) (cmd string, cmdArgs []string, confined bool) {
 	t.Helper()
 	_, errU := exec.LookPath("unshare")
 	_, errS := exec.LookPath("setpriv")
 	if os.Geteuid() != 0 || errU != nil || errS != nil {
-		t.Logf("not root or no unshare/setpriv: %s runs without the chart's securityContext", filepath.Base(bin))
+		t.Logf("not root or no unshare/setpriv: %s runs without its container's securityContext", filepath.Base(bin))
 		return bin, args, false
 	}
 	priv := []string{"setpriv", "--pdeathsig", "SIGKILL"}
@@ -100,7 +97,7 @@ func (c confinement) wrap(t *testing.T, bin string, args []string, readable ...s
 // shareWith gives uid:gid the files a pod would get through its volumes
 // (ownership of each path, recursively) and the right to walk to them
 // (o+x on every parent directory, which lists nothing).
-func shareWith(t *testing.T, uid, gid int, paths ...string) {
+func shareWith(t T, uid, gid int, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
 		err := filepath.Walk(p, func(path string, _ os.FileInfo, err error) error {
@@ -110,16 +107,16 @@ func shareWith(t *testing.T, uid, gid int, paths ...string) {
 			return os.Lchown(path, uid, gid)
 		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		for dir := filepath.Dir(p); dir != "/"; dir = filepath.Dir(dir) {
 			info, err := os.Stat(dir)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v", err)
 			}
 			if info.Mode().Perm()&0o001 == 0 {
 				if err := os.Chmod(dir, info.Mode().Perm()|0o001); err != nil {
-					t.Fatal(err)
+					t.Fatalf("%v", err)
 				}
 			}
 		}
@@ -139,19 +136,19 @@ func (c confinement) String() string {
 // become bin (unshare, sh and setpriv exec into it under the same PID):
 // its UID, no effective capability, no_new_privs, and / mounted read-only
 // in its mount namespace.
-func (c confinement) verify(t *testing.T, pid int, bin string) {
+func (c confinement) verify(t T, pid int, bin string) {
 	t.Helper()
 	want, err := filepath.EvalSymlinks(bin)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
-	framework.Eventually(t, 30*time.Second, filepath.Base(bin)+" to start under its confinement", func() (bool, error) {
+	Eventually(t, 30*time.Second, filepath.Base(bin)+" to start under its confinement", func() (bool, error) {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		return exe == want, fmt.Errorf("runs %s (%v)", exe, err)
 	})
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	fields := map[string]string{}
 	for _, l := range strings.Split(string(status), "\n") {
@@ -171,7 +168,7 @@ func (c confinement) verify(t *testing.T, pid int, bin string) {
 	if c.readOnlyRoot {
 		mounts, err := os.ReadFile(fmt.Sprintf("/proc/%d/mounts", pid))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		rootRO := false
 		for _, l := range strings.Split(string(mounts), "\n") {
