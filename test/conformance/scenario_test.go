@@ -700,13 +700,22 @@ func (r *run) importContent(ctx context.Context, short, handle, vsName, uid, cla
 // then a moment more, so that binders have seen it too before a snapshot
 // names it (scenarios that want the race create both back to back).
 func (r *run) settleContent(ctx context.Context, name string) error {
+	return settle(ctx, "content "+name, func() error {
+		_, err := r.w.vsc.Get(name)
+		return err
+	})
+}
+
+// settle waits until get finds the object what names in an informer cache,
+// then a moment more (see settleContent).
+func settle(ctx context.Context, what string, get func() error) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := r.w.vsc.Get(name); err == nil {
+		if get() == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("content %s not seen by the informer within 10s", name)
+			return fmt.Errorf("%s not seen by the informer within 10s", what)
 		}
 		select {
 		case <-ctx.Done():
@@ -747,19 +756,30 @@ func (r *run) dynamicContent(ctx context.Context, vs string) (string, error) {
 // cut creates a snapshot directly on the driver, as an admin or a backup
 // tool would before importing it, and returns its id.
 func (r *run) cut(ctx context.Context, name, volume string) (string, error) {
+	var id string
+	err := r.onDriver(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
+		resp, err := csipb.NewControllerClient(conn).CreateSnapshot(ctx, &csipb.CreateSnapshotRequest{Name: name, SourceVolumeId: volume})
+		if err != nil {
+			return fmt.Errorf("CreateSnapshot %s on the driver: %w", name, err)
+		}
+		id = resp.Snapshot.SnapshotId
+		r.ids[id] = name
+		return nil
+	})
+	return id, err
+}
+
+// onDriver calls f with a connection to the run's driver and a deadline of
+// 20s: what an admin's tool does directly on the backend.
+func (r *run) onDriver(ctx context.Context, f func(context.Context, *grpc.ClientConn) error) error {
 	conn, err := grpc.NewClient("unix://"+r.drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	resp, err := csipb.NewControllerClient(conn).CreateSnapshot(ctx, &csipb.CreateSnapshotRequest{Name: name, SourceVolumeId: volume})
-	if err != nil {
-		return "", fmt.Errorf("CreateSnapshot %s on the driver: %w", name, err)
-	}
-	r.ids[resp.Snapshot.SnapshotId] = name
-	return resp.Snapshot.SnapshotId, nil
+	return f(ctx, conn)
 }
 
 // setFaults replaces the driver's faults (the reported size stays).
@@ -784,18 +804,29 @@ func (r *run) node(ctx context.Context, name string, labels map[string]string) e
 
 // ---- conditions for Until ----
 
-func vsReady(name string) func(*run, *obs) bool {
-	return func(_ *run, o *obs) bool {
-		v := o.vs[name]
-		return v != nil && v.Status != nil && v.Status.ReadyToUse != nil && *v.Status.ReadyToUse
+// snapStatus is what the conditions read of the status of a snapshot or a
+// group snapshot: the zero value while either is missing.
+type snapStatus struct {
+	readyToUse *bool
+	err        *snapv1.VolumeSnapshotError
+}
+
+func vsStatus(v *snapv1.VolumeSnapshot) snapStatus {
+	if v == nil || v.Status == nil {
+		return snapStatus{}
 	}
+	return snapStatus{v.Status.ReadyToUse, v.Status.Error}
+}
+
+func (s snapStatus) ready() bool  { return s.readyToUse != nil && *s.readyToUse }
+func (s snapStatus) failed() bool { return s.err != nil }
+
+func vsReady(name string) func(*run, *obs) bool {
+	return func(_ *run, o *obs) bool { return vsStatus(o.vs[name]).ready() }
 }
 
 func vsError(name string) func(*run, *obs) bool {
-	return func(_ *run, o *obs) bool {
-		v := o.vs[name]
-		return v != nil && v.Status != nil && v.Status.Error != nil
-	}
+	return func(_ *run, o *obs) bool { return vsStatus(o.vs[name]).failed() }
 }
 
 func vsGone(name string) func(*run, *obs) bool {
