@@ -494,13 +494,27 @@ func everythingGone(group string) func(*run, *obs) bool {
 
 // ---- group scenarios ----
 
-// createDB: the db claims and a dynamic group "db" of three of them, ready
-// with its three members.
+// claimsAndDB creates the db claims and a dynamic group "db" of three of
+// them.
+var claimsAndDB = seq(
+	dbClaims,
+	func(ctx context.Context, r *run) error { return r.createGroup(ctx, "db", dbSelector()) },
+)
+
+// createDB: claimsAndDB, ready with its three members.
 func createDB() step {
-	return step{Name: "claims and group", Do: seq(
-		dbClaims,
-		func(ctx context.Context, r *run) error { return r.createGroup(ctx, "db", dbSelector()) },
-	), Until: all(vgsReady("db"), membersReady("db"))}
+	return step{Name: "claims and group", Do: claimsAndDB, Until: all(vgsReady("db"), membersReady("db"))}
+}
+
+// deletingGroup deletes group snapshot name.
+func deletingGroup(name string) func(context.Context, *run) error {
+	return func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, name) }
+}
+
+// deleteGroupAll deletes group snapshot name and waits until everything
+// of it is gone (a Delete policy).
+func deleteGroupAll(name string) step {
+	return step{Name: "delete " + name, Do: deletingGroup(name), Until: everythingGone(name)}
 }
 
 func groupScenarios() []*scenario {
@@ -508,18 +522,14 @@ func groupScenarios() []*scenario {
 		{
 			Name: "group-delete", Title: "dynamic group of 3 claims (matchLabels + matchExpressions), ready, delete (Delete policy)", Short: true,
 			GroupClass: true, VolumeSizes: dbSizes,
-			Steps: []step{createDB(), {
-				Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-				Until: everythingGone("db"),
-			}},
+			Steps: []step{createDB(), deleteGroupAll("db")},
 		},
 		{
 			Name: "group-retain", Title: "dynamic group with Retain: delete the group, then the retained contents",
 			GroupClass: true, VolumeSizes: dbSizes, Policy: snapv1.VolumeSnapshotContentRetain,
 			Steps: []step{
 				createDB(),
-				{Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-					Until: all(vgsGone("db"), snapshotsGone)},
+				{Name: "delete db", Do: deletingGroup("db"), Until: all(vgsGone("db"), snapshotsGone)},
 				{Name: "delete contents", Do: func(ctx context.Context, r *run) error { return r.deleteAllContents(ctx) },
 					Until: all(contentsGone, groupContentsGone)},
 			},
@@ -529,12 +539,8 @@ func groupScenarios() []*scenario {
 			GroupClass: true, VolumeSizes: dbSizes,
 			Faults: []framework.FaultRule{{Method: "CreateVolumeGroupSnapshot", Code: "InvalidArgument", Message: "unsupported group parameter"}},
 			Steps: []step{
-				{Name: "claims and group", Do: seq(
-					dbClaims,
-					func(ctx context.Context, r *run) error { return r.createGroup(ctx, "db", dbSelector()) },
-				), Until: vgsError("db"), Timeout: 30 * time.Second},
-				{Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-					Until: everythingGone("db")},
+				{Name: "claims and group", Do: claimsAndDB, Until: vgsError("db"), Timeout: 30 * time.Second},
+				deleteGroupAll("db"),
 			},
 		},
 		{
@@ -551,8 +557,7 @@ func groupScenarios() []*scenario {
 					}
 					return r.staticGroup(ctx, "imported", r.contentName("gc"))
 				}, Until: vgsReady("imported")},
-				{Name: "delete imported", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "imported") },
-					Until: everythingGone("imported")},
+				deleteGroupAll("imported"),
 			},
 		},
 		{
@@ -567,8 +572,7 @@ func groupScenarios() []*scenario {
 					}
 					return r.deleteSnapshot(ctx, name)
 				}, Quiet: 5 * time.Second},
-				{Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-					Until: everythingGone("db")},
+				deleteGroupAll("db"),
 			},
 		},
 	}
