@@ -11,10 +11,8 @@ import (
 	"sync"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -756,23 +754,18 @@ func (r *run) dynamicContent(ctx context.Context, vs string) (string, error) {
 // cut creates a snapshot directly on the driver, as an admin or a backup
 // tool would before importing it, and returns its id.
 func (r *run) cut(ctx context.Context, name, volume string) (string, error) {
-	var id string
-	err := r.onDriver(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
-		resp, err := csipb.NewControllerClient(conn).CreateSnapshot(ctx, &csipb.CreateSnapshotRequest{Name: name, SourceVolumeId: volume})
-		if err != nil {
-			return fmt.Errorf("CreateSnapshot %s on the driver: %w", name, err)
-		}
-		id = resp.Snapshot.SnapshotId
-		r.ids[id] = name
-		return nil
-	})
-	return id, err
+	snap, err := framework.CutSnapshot(ctx, r.drv.Socket, name, volume, 20*time.Second)
+	if err != nil {
+		return "", err
+	}
+	r.ids[snap.SnapshotId] = name
+	return snap.SnapshotId, nil
 }
 
 // onDriver calls f with a connection to the run's driver and a deadline of
 // 20s: what an admin's tool does directly on the backend.
 func (r *run) onDriver(ctx context.Context, f func(context.Context, *grpc.ClientConn) error) error {
-	conn, err := grpc.NewClient("unix://"+r.drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := framework.DialDriver(r.drv.Socket)
 	if err != nil {
 		return err
 	}
