@@ -523,42 +523,11 @@ func (r *run) pendingPVC(ctx context.Context, name string) error {
 // bindPVC binds a Pending claim to a new CSI volume "vol-<name>", as the PV
 // controller would.
 func (r *run) bindPVC(ctx context.Context, name string) error {
-	kube := r.w.env.Kube.CoreV1()
-	c, err := kube.PersistentVolumeClaims(r.ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	mode := corev1.PersistentVolumeFilesystem
-	pvName := "pv-" + r.ns + "-" + name
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			VolumeMode:                    &mode,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				CSI: &corev1.CSIPersistentVolumeSource{Driver: r.driverName(), VolumeHandle: "vol-" + name},
-			},
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: r.ns, Name: name, UID: c.UID},
-		},
-	}
-	pvOut, err := kube.PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
 	r.mu.Lock()
-	r.pvs = append(r.pvs, pvName)
+	r.pvs = append(r.pvs, "pv-"+r.ns+"-"+name) // cleanup ignores a PV never created
 	r.mu.Unlock()
-	pvOut.Status.Phase = corev1.VolumeBound
-	if _, err := kube.PersistentVolumes().UpdateStatus(ctx, pvOut, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	patch := []byte(`{"spec":{"volumeName":"` + pvName + `"}}`)
-	if _, err := kube.PersistentVolumeClaims(r.ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return err
-	}
-	return r.setClaimPhase(ctx, name, corev1.ClaimBound)
+	_, err := r.w.env.BindPendingClaim(ctx, r.ns, name, framework.PVCOptions{Driver: r.driverName(), VolumeHandle: "vol-" + name})
+	return err
 }
 
 // setClaimPhase writes a claim's status phase (and capacity when Bound).
