@@ -229,20 +229,14 @@ func (g *groupLedger) checkInvariants(t *testing.T, apps map[string][]string, ti
 		if err != nil {
 			return false, err
 		}
-		have := map[string]*groupv1.VolumeGroupSnapshot{}
-		for i := range groups.Items {
-			have[groups.Items[i].Name] = &groups.Items[i]
-		}
+		have := itemsByName(groups.Items)
 		members := map[string][]*snapv1.VolumeSnapshot{}
 		for i := range snaps.Items {
 			if owner := snapshot.GroupOwner(&snaps.Items[i]); owner != "" {
 				members[owner] = append(members[owner], &snaps.Items[i])
 			}
 		}
-		haveContent := map[string]*groupv1.VolumeGroupSnapshotContent{}
-		for i := range gcs.Items {
-			haveContent[gcs.Items[i].Name] = &gcs.Items[i]
-		}
+		haveContent := itemsByName(gcs.Items)
 		var problems []string
 		for _, name := range live {
 			vgs := have[name]
