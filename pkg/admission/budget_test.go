@@ -2,13 +2,8 @@ package admission
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
-
-	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
 	. "github.com/snapkeeper/snapkeeper/pkg/validation/validationtest"
@@ -19,11 +14,8 @@ import (
 // while an ordinary review (within freeBodyBytes) is still judged, and the
 // bytes come back once each request is answered.
 func TestBodyBudget(t *testing.T) {
-	small, err := json.Marshal(newReview(t, "volumesnapshotclasses", NewClass("fast")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	large := append(append([]byte{}, small[:len(small)-1]...), []byte(`,"pad":"`+strings.Repeat("x", 600<<10)+`"}`)...)
+	small := marshal(t, newReview(t, "volumesnapshotclasses", NewClass("fast")))
+	large := padded(small, 600<<10)
 	const limit = 1 << 20
 	tests := []struct {
 		name       string
@@ -42,16 +34,9 @@ func TestBodyBudget(t *testing.T) {
 			if !h.budget.take(tc.heldBefore) {
 				t.Fatal("cannot hold the budget")
 			}
-			req := httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(tc.body))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.Endpoint("").ServeHTTP(rec, req)
+			rec, out := send(t, h.Endpoint(""), http.MethodPost, "/validate", bytes.NewReader(tc.body), "application/json")
 			if rec.Code != tc.wantStatus {
 				t.Errorf("status %d, want %d: %s", rec.Code, tc.wantStatus, rec.Body.String())
-			}
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-				t.Fatalf("answer is not an AdmissionReview with a response: %v", err)
 			}
 			if tc.wantStatus == http.StatusTooManyRequests {
 				want := "request bodies being read or judged take the webhook's limit of 1 MiB: retry, or send a review of at most 64 KiB, which is always read"

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -26,10 +25,7 @@ func postDefaults(t *testing.T, h http.Handler, resource string, classes []any, 
 	for _, c := range classes {
 		r := newReview(t, resource, c)
 		r.Request.DryRun = &dryRun
-		body, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := marshal(t, r)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -2,9 +2,7 @@ package admission
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -111,11 +109,7 @@ func TestHandlerRoutesGroupKinds(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			h := newTestHandler(t, validation.Options{}, groupWorld()...)
-			body, err := json.Marshal(tc.review(t, tc.resource))
-			if err != nil {
-				t.Fatal(err)
-			}
-			status, out := post(t, h.Endpoint(tc.endpoint), body, "application/json")
+			status, out := postReview(t, h.Endpoint(tc.endpoint), tc.review(t, tc.resource))
 			resp := out.Response
 			if status != http.StatusOK || resp.UID != testUID {
 				t.Fatalf("HTTP %d, UID %q: want 200 and the request's UID", status, resp.UID)
@@ -142,11 +136,7 @@ func TestGroupKindsOtherVersionsAreRefused(t *testing.T) {
 	h := newTestHandler(t, validation.Options{}, groupWorld()...)
 	r := newReview(t, "volumegroupsnapshots", NewGroupSnapshot("ns", "g", Selecting("app", "db")))
 	r.Request.Resource.Version, r.Request.Kind.Version = "v1beta2", "v1beta2"
-	body, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, out := post(t, h.Endpoint(""), body, "application/json")
+	_, out := postReview(t, h.Endpoint(""), r)
 	if res := out.Response.Result; out.Response.Allowed || res == nil || res.Code != http.StatusBadRequest ||
 		!strings.Contains(res.Message, "only that version is validated") {
 		t.Errorf("response %+v, want 400 naming the validated version", out.Response)
@@ -158,14 +148,8 @@ func TestRouterServesGroupEndpoints(t *testing.T) {
 	h := newTestHandler(t, validation.Options{}, groupWorld()...)
 	router := NewRouter(h, prometheus.NewRegistry(), nil)
 	for _, res := range []string{"volumegroupsnapshotclasses", "volumegroupsnapshots", "volumegroupsnapshotcontents"} {
-		body, err := json.Marshal(newReview(t, res, nil, withOperation(admissionv1.Delete)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := httptest.NewRequest(http.MethodPost, "/validate/"+res, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		router.ServeHTTP(rec, req)
+		body := marshal(t, newReview(t, res, nil, withOperation(admissionv1.Delete)))
+		rec, _ := send(t, router, http.MethodPost, "/validate/"+res, bytes.NewReader(body), "application/json")
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"allowed":true`) {
 			t.Errorf("/validate/%s: %d %s", res, rec.Code, rec.Body.String())
 		}

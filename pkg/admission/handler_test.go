@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -89,10 +90,11 @@ func newTestHandler(t *testing.T, opts validation.Options, objs ...any) *Handler
 	return NewHandler(func(context.Context) validation.Lookup { return l }, opts, 1<<20, nil)
 }
 
-// post sends body to the handler's endpoint and decodes the answer.
-func post(t *testing.T, h http.Handler, body []byte, contentType string) (int, *admissionv1.AdmissionReview) {
+// send sends a request with body (and contentType, unless "") to h and
+// decodes the answer, which must be an AdmissionReview with a response.
+func send(t *testing.T, h http.Handler, method, target string, body io.Reader, contentType string) (*httptest.ResponseRecorder, *admissionv1.AdmissionReview) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body))
+	req := httptest.NewRequest(method, target, body)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -103,9 +105,37 @@ func post(t *testing.T, h http.Handler, body []byte, contentType string) (int, *
 		t.Fatalf("answer is not an AdmissionReview (status %d): %v\n%s", rec.Code, err, rec.Body.String())
 	}
 	if out.Response == nil {
-		t.Fatalf("answer has no response: %s", rec.Body.String())
+		t.Fatalf("answer has no response (status %d): %s", rec.Code, rec.Body.String())
 	}
-	return rec.Code, &out
+	return rec, &out
+}
+
+// post sends body to the handler's endpoint and decodes the answer.
+func post(t *testing.T, h http.Handler, body []byte, contentType string) (int, *admissionv1.AdmissionReview) {
+	t.Helper()
+	rec, out := send(t, h, http.MethodPost, "/validate", bytes.NewReader(body), contentType)
+	return rec.Code, out
+}
+
+// postReview posts review r as JSON to h and decodes the answer.
+func postReview(t *testing.T, h http.Handler, r *admissionv1.AdmissionReview) (int, *admissionv1.AdmissionReview) {
+	t.Helper()
+	return post(t, h, marshal(t, r), "application/json")
+}
+
+// marshal is the JSON of a review.
+func marshal(t *testing.T, r *admissionv1.AdmissionReview) []byte {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// padded is body, a JSON object, with a "pad" string field of n bytes.
+func padded(body []byte, n int) []byte {
+	return append(append([]byte{}, body[:len(body)-1]...), []byte(`,"pad":"`+strings.Repeat("x", n)+`"}`)...)
 }
 
 func TestHandlerVerdicts(t *testing.T) {
@@ -241,11 +271,7 @@ func TestHandlerVerdicts(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			h := newTestHandler(t, validation.Options{}, world...)
-			body, err := json.Marshal(tc.review(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			status, out := post(t, h.Endpoint(tc.endpoint), body, "application/json")
+			status, out := postReview(t, h.Endpoint(tc.endpoint), tc.review(t))
 			if status != http.StatusOK {
 				t.Errorf("HTTP status %d, want 200 for a review with a UID", status)
 			}
@@ -280,11 +306,7 @@ func (*panicLookup) ListClassesFresh() ([]*snapv1.VolumeSnapshotClass, error) {
 
 func TestHandlerRecoversPanicsAndKeepsTheUID(t *testing.T) {
 	h := NewHandler(func(context.Context) validation.Lookup { return &panicLookup{} }, validation.Options{}, 0, nil)
-	body, err := json.Marshal(newReview(t, "volumesnapshotclasses", NewClass("fast", AsDefault())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, out := post(t, h.Endpoint(""), body, "application/json")
+	status, out := postReview(t, h.Endpoint(""), newReview(t, "volumesnapshotclasses", NewClass("fast", AsDefault())))
 	if status != http.StatusOK || out.Response.UID != testUID {
 		t.Fatalf("status %d, UID %q: want 200 and the request's UID", status, out.Response.UID)
 	}

@@ -2,13 +2,9 @@ package admission
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
 	. "github.com/snapkeeper/snapkeeper/pkg/validation/validationtest"
@@ -17,10 +13,7 @@ import (
 // Requests the API server never sends must still get a clear answer, never
 // a panic or a hang: the endpoint is reachable by anything in the cluster.
 func TestMalformedRequests(t *testing.T) {
-	valid, err := json.Marshal(newReview(t, "volumesnapshotclasses", NewClass("fast")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	valid := marshal(t, newReview(t, "volumesnapshotclasses", NewClass("fast")))
 	tests := map[string]struct {
 		method      string
 		contentType string
@@ -51,7 +44,7 @@ func TestMalformedRequests(t *testing.T) {
 			wantStatus: http.StatusBadRequest, wantMessage: "cannot decode AdmissionReview",
 		},
 		"an oversized body": {
-			body:       append(append([]byte{}, valid[:len(valid)-1]...), []byte(`,"pad":"`+strings.Repeat("x", 2<<20)+`"}`)...),
+			body:       padded(valid, 2<<20),
 			wantStatus: http.StatusRequestEntityTooLarge, wantMessage: "larger than the limit",
 		},
 		"a wrong content type": {
@@ -73,22 +66,19 @@ func TestMalformedRequests(t *testing.T) {
 			if method == "" {
 				method = http.MethodPost
 			}
-			req := httptest.NewRequest(method, "/validate", bytes.NewReader(tc.body))
-			switch tc.contentType {
+			contentType := tc.contentType
+			switch contentType {
 			case "":
-				req.Header.Set("Content-Type", "application/json; charset=utf-8")
+				contentType = "application/json; charset=utf-8"
 			case "-":
-			default:
-				req.Header.Set("Content-Type", tc.contentType)
+				contentType = ""
 			}
-			rec := httptest.NewRecorder()
-			h.Endpoint("").ServeHTTP(rec, req)
+			rec, out := send(t, h.Endpoint(""), method, "/validate", bytes.NewReader(tc.body), contentType)
 			if rec.Code != tc.wantStatus {
 				t.Errorf("status %d, want %d", rec.Code, tc.wantStatus)
 			}
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil || out.Response.Result == nil {
-				t.Fatalf("answer is not an AdmissionReview with a result: %v\n%s", err, rec.Body.String())
+			if out.Response.Result == nil {
+				t.Fatalf("answer has no result: %s", rec.Body.String())
 			}
 			if out.Response.Allowed || !strings.Contains(out.Response.Result.Message, tc.wantMessage) {
 				t.Errorf("response %+v, want a refusal containing %q", out.Response.Result, tc.wantMessage)

@@ -23,6 +23,14 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 )
 
+// startClient starts a mock driver with mockOpts and connects a client to
+// it with opts: the set-up of most tests here.
+func startClient(t *testing.T, mockOpts csitest.Options, opts csi.Options) (*csitest.Mock, *csi.Client) {
+	t.Helper()
+	m := csitest.StartMock(t, mockOpts)
+	return m, connect(t, m, opts)
+}
+
 func connect(t *testing.T, m *csitest.Mock, opts csi.Options) *csi.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -53,10 +61,39 @@ func createdNames(t *testing.T, m *csitest.Mock) []string {
 	return names
 }
 
+// expectOperationSamples checks the sample counts of the
+// csi_sidecar_operations_seconds histogram in reg, keyed by
+// "driver method code"; series not in want are not checked.
+func expectOperationSamples(t *testing.T, reg *prometheus.Registry, want map[string]uint64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "csi_sidecar_operations_seconds" {
+			continue
+		}
+		for _, metric := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range metric.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			key := labels["driver_name"] + " " + labels["method_name"] + " " + labels["grpc_status_code"]
+			got[key] = metric.GetHistogram().GetSampleCount()
+		}
+	}
+	for key, want := range want {
+		if got[key] != want {
+			t.Errorf("samples of %q = %d, want %d (all: %v)", key, got[key], want, got)
+		}
+	}
+}
+
 func TestConnectReadsInfoAndCapabilitiesOnce(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{Registerer: prometheus.NewRegistry()})
+	m, c := startClient(t, csitest.Options{}, csi.Options{Registerer: prometheus.NewRegistry()})
 
 	if c.Name() != csitest.DriverName {
 		t.Errorf("Name() = %q, want %q", c.Name(), csitest.DriverName)
@@ -145,8 +182,7 @@ func TestConnectRefusesADriverWithoutCreateDeleteSnapshot(t *testing.T) {
 
 func TestGetSnapshotWithoutListSnapshotsIsAFinalError(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{HideCapabilities: []string{"LIST_SNAPSHOTS"}})
-	c := connect(t, m, csi.Options{})
+	_, c := startClient(t, csitest.Options{HideCapabilities: []string{"LIST_SNAPSHOTS"}}, csi.Options{})
 	if c.Capabilities().ListSnapshots {
 		t.Fatal("LIST_SNAPSHOTS still offered")
 	}
@@ -158,8 +194,7 @@ func TestGetSnapshotWithoutListSnapshotsIsAFinalError(t *testing.T) {
 
 func TestCreateSnapshotIsIdempotentByName(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{}, csi.Options{})
 	req := csi.CreateRequest{Name: "snapshot-a", SourceVolumeID: "vol-1",
 		Parameters: map[string]string{"tier": "gold"}, Secrets: map[string]string{"password": "hunter2"}}
 
@@ -190,8 +225,7 @@ func TestCreateSnapshotIsIdempotentByName(t *testing.T) {
 
 func TestGetSnapshot(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	_, c := startClient(t, csitest.Options{}, csi.Options{})
 	s := create(t, c, "snapshot-get", "vol-1")
 
 	got, err := c.GetSnapshot(context.Background(), s.ID, nil)
@@ -206,8 +240,7 @@ func TestGetSnapshot(t *testing.T) {
 
 func TestDeleteSnapshot(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{}, csi.Options{})
 	keep := create(t, c, "snapshot-keep", "vol-1")
 	gone := create(t, c, "snapshot-gone", "vol-1")
 	ctx := context.Background()
@@ -236,8 +269,7 @@ func TestDeleteSnapshot(t *testing.T) {
 
 func TestListAllIncludesTheBuiltInSnapshots(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	_, c := startClient(t, csitest.Options{}, csi.Options{})
 	create(t, c, "snapshot-list", "vol-1")
 	all, err := c.ListAll(context.Background(), nil)
 	if err != nil {
@@ -250,8 +282,7 @@ func TestListAllIncludesTheBuiltInSnapshots(t *testing.T) {
 
 func TestErrorCodesOverGRPCAreClassified(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{Timeout: 5 * time.Second})
+	m, c := startClient(t, csitest.Options{}, csi.Options{Timeout: 5 * time.Second})
 	var rules []csitest.Rule
 	for code := codes.Canceled; code <= codes.Unauthenticated; code++ {
 		rules = append(rules, csitest.Rule{Method: "CreateSnapshot", Match: "snap-" + code.String(),
@@ -286,10 +317,9 @@ func TestErrorCodesOverGRPCAreClassified(t *testing.T) {
 // progress", and the retry with the same name finds the snapshot.
 func TestErrorAfterTheBackendCreatedTheSnapshot(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{Faults: &csitest.Faults{Rules: []csitest.Rule{
+	m, c := startClient(t, csitest.Options{Faults: &csitest.Faults{Rules: []csitest.Rule{
 		{Method: "CreateSnapshot", Code: "Unavailable", AfterCall: true, Times: 1},
-	}}})
-	c := connect(t, m, csi.Options{})
+	}}}, csi.Options{})
 	_, err := c.CreateSnapshot(context.Background(), csi.CreateRequest{Name: "snap-after", SourceVolumeID: "vol-1"})
 	if !csi.MayBeInProgress(err) {
 		t.Fatalf("error %v should be classified may-be-in-progress", err)
@@ -306,8 +336,7 @@ func TestErrorAfterTheBackendCreatedTheSnapshot(t *testing.T) {
 
 func TestNotReadyForTheFirstPolls(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{}, csi.Options{})
 	m.SetFaults(t, csitest.Faults{Rules: []csitest.Rule{{Method: "*", NotReady: 3}}})
 	ctx := context.Background()
 
@@ -357,8 +386,7 @@ func readyOf(list []*csi.Snapshot, id string) string {
 
 func TestTimeouts(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{Timeout: 300 * time.Millisecond})
+	m, c := startClient(t, csitest.Options{}, csi.Options{Timeout: 300 * time.Millisecond})
 	ctx := context.Background()
 
 	t.Run("a slow driver runs into the per-call timeout", func(t *testing.T) {
@@ -407,8 +435,7 @@ func TestTimeouts(t *testing.T) {
 
 func TestReconnectAfterTheDriverRestarts(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{Timeout: 20 * time.Second})
+	m, c := startClient(t, csitest.Options{}, csi.Options{Timeout: 20 * time.Second})
 	create(t, c, "before-restart", "vol-1")
 
 	m.Restart(t)
@@ -448,10 +475,9 @@ func TestReconnectAfterTheDriverRestarts(t *testing.T) {
 // built-in snapshots.
 func TestConcurrentCreatesAndDeletesLeaveNothingBehind(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{Faults: &csitest.Faults{Rules: []csitest.Rule{
+	m, c := startClient(t, csitest.Options{Faults: &csitest.Faults{Rules: []csitest.Rule{
 		{Method: "*", Latency: csitest.Duration(2 * time.Millisecond)},
-	}}})
-	c := connect(t, m, csi.Options{})
+	}}}, csi.Options{})
 	const n = 40
 	ids := make([]string, n)
 	run := func(f func(i int) error) {
@@ -502,32 +528,10 @@ func TestOperationsMetric(t *testing.T) {
 	// A second client on the same registry shares the histogram.
 	connect(t, m, csi.Options{Registerer: reg})
 
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]uint64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "csi_sidecar_operations_seconds" {
-			continue
-		}
-		for _, metric := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, lp := range metric.GetLabel() {
-				labels[lp.GetName()] = lp.GetValue()
-			}
-			key := labels["driver_name"] + " " + labels["method_name"] + " " + labels["grpc_status_code"]
-			got[key] = metric.GetHistogram().GetSampleCount()
-		}
-	}
-	for key, want := range map[string]uint64{
+	expectOperationSamples(t, reg, map[string]uint64{
 		csitest.DriverName + " /csi.v1.Controller/CreateSnapshot OK":                      2,
 		csitest.DriverName + " /csi.v1.Controller/CreateSnapshot Unavailable":             1,
 		csitest.DriverName + " /csi.v1.Controller/ControllerGetCapabilities OK":           2,
 		csitest.DriverName + " /csi.v1.GroupController/GroupControllerGetCapabilities OK": 2,
-	} {
-		if got[key] != want {
-			t.Errorf("samples of %q = %d, want %d (all: %v)", key, got[key], want, got)
-		}
-	}
+	})
 }

@@ -34,8 +34,7 @@ func memberIDs(g *csi.GroupSnapshot) []string {
 
 func TestCreateGroupSnapshotIsIdempotentByName(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{}, csi.Options{})
 	if !c.Capabilities().GroupSnapshots {
 		t.Fatal("the mock should offer group snapshots")
 	}
@@ -101,8 +100,7 @@ func TestCreateGroupSnapshotIsIdempotentByName(t *testing.T) {
 
 func TestGetGroupSnapshot(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	_, c := startClient(t, csitest.Options{}, csi.Options{})
 	ctx := context.Background()
 	g := createGroup(t, c, "group-get", "vol-1", "vol-2")
 
@@ -126,8 +124,7 @@ func TestGetGroupSnapshot(t *testing.T) {
 
 func TestDeleteGroupSnapshot(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{}, csi.Options{})
 	ctx := context.Background()
 	keep := create(t, c, "snapshot-keep", "vol-9")
 	g := createGroup(t, c, "group-del", "vol-1", "vol-2")
@@ -191,8 +188,7 @@ func TestDeleteGroupSnapshot(t *testing.T) {
 
 func TestGroupSnapshotFaultsAreClassified(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{}, csi.Options{})
 	ctx := context.Background()
 	m.SetFaults(t, csitest.Faults{Rules: []csitest.Rule{
 		{Method: "CreateVolumeGroupSnapshot", Match: "busy-*", Code: "Unavailable", Message: "backend busy", Times: 1},
@@ -236,8 +232,7 @@ func TestGroupSnapshotFaultsAreClassified(t *testing.T) {
 
 func TestGroupSnapshotNotReadyForTheFirstPolls(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{Faults: &csitest.Faults{Rules: []csitest.Rule{{Method: "*", NotReady: 2}}}})
-	c := connect(t, m, csi.Options{})
+	_, c := startClient(t, csitest.Options{Faults: &csitest.Faults{Rules: []csitest.Rule{{Method: "*", NotReady: 2}}}}, csi.Options{})
 	ctx := context.Background()
 	g := createGroup(t, c, "group-slow", "vol-1", "vol-2") // 1
 	if g.ReadyToUse || g.Snapshots[0].ReadyToUse || g.Snapshots[1].ReadyToUse {
@@ -255,8 +250,7 @@ func TestGroupSnapshotNotReadyForTheFirstPolls(t *testing.T) {
 
 func TestGroupSnapshotSizes(t *testing.T) {
 	t.Parallel()
-	m := csitest.StartMock(t, csitest.Options{VolumeSizes: csitest.VolumeSizes{"vol-1": 1 << 30}, Args: []string{"--snapshot-size=4096"}})
-	c := connect(t, m, csi.Options{})
+	m, c := startClient(t, csitest.Options{VolumeSizes: csitest.VolumeSizes{"vol-1": 1 << 30}, Args: []string{"--snapshot-size=4096"}}, csi.Options{})
 	ctx := context.Background()
 	if sizes := m.SetVolumeSize(t, "vol-2", 2<<30); sizes["vol-1"] != 1<<30 || sizes["vol-2"] != 2<<30 {
 		t.Fatalf("volume sizes = %v", sizes)
@@ -301,8 +295,7 @@ func TestGroupCallsNeedTheCapability(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			m := csitest.StartMock(t, opts)
-			c := connect(t, m, csi.Options{})
+			m, c := startClient(t, opts, csi.Options{})
 			if c.Capabilities().GroupSnapshots {
 				t.Fatal("GroupSnapshots offered")
 			}
@@ -346,31 +339,10 @@ func TestGroupCallsMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]uint64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "csi_sidecar_operations_seconds" {
-			continue
-		}
-		for _, metric := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, lp := range metric.GetLabel() {
-				labels[lp.GetName()] = lp.GetValue()
-			}
-			got[labels["driver_name"]+" "+labels["method_name"]+" "+labels["grpc_status_code"]] = metric.GetHistogram().GetSampleCount()
-		}
-	}
-	for key, want := range map[string]uint64{
+	expectOperationSamples(t, reg, map[string]uint64{
 		csitest.DriverName + " /csi.v1.GroupController/CreateVolumeGroupSnapshot OK":    1,
 		csitest.DriverName + " /csi.v1.GroupController/GetVolumeGroupSnapshot OK":       1,
 		csitest.DriverName + " /csi.v1.GroupController/GetVolumeGroupSnapshot NotFound": 1,
 		csitest.DriverName + " /csi.v1.GroupController/DeleteVolumeGroupSnapshot OK":    1,
-	} {
-		if got[key] != want {
-			t.Errorf("samples of %q = %d, want %d (all: %v)", key, got[key], want, got)
-		}
-	}
+	})
 }

@@ -14,15 +14,7 @@ const ebs = "ebs.csi.aws.com"
 
 func TestClass(t *testing.T) {
 	standard := NewClass("standard", WithDriver(ebs), AsDefault())
-	tests := map[string]struct {
-		existing    []any
-		fresh       []*snapv1.VolumeSnapshotClass
-		lookupErr   error
-		freshErr    error
-		obj, old    *snapv1.VolumeSnapshotClass
-		wantErr     string
-		wantWarning string
-	}{
+	tests := map[string]verdictCase[*snapv1.VolumeSnapshotClass]{
 		"a plain class is admitted": {
 			obj: NewClass("fast"),
 		},
@@ -211,16 +203,5 @@ func TestClass(t *testing.T) {
 			old: NewClass("fast"),
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			l := lookupOf(t, tc.existing...)
-			l.Err, l.FreshErr, l.FreshClasses = tc.lookupErr, tc.freshErr, tc.fresh
-			op := Create
-			if tc.old != nil {
-				op = Update
-			}
-			errs, warnings := Validator{Lookup: l}.Class(op, tc.obj, tc.old)
-			expect(t, errs, warnings, tc.wantErr, tc.wantWarning)
-		})
-	}
+	runVerdicts(t, nil, Validator.Class, tests)
 }

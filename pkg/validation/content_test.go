@@ -11,16 +11,9 @@ import (
 )
 
 func TestContent(t *testing.T) {
-	pre := func(opts ...Opt) *snapv1.VolumeSnapshotContent {
-		return NewContent("c1", append([]Opt{WithSnapshotHandle("h1"), BoundTo("ns", "s1", "")}, opts...)...)
-	}
-	dyn := func(opts ...Opt) *snapv1.VolumeSnapshotContent {
-		return NewContent("c1", append([]Opt{WithVolumeHandle("vol-1"), BoundTo("ns", "s1", "uid-1")}, opts...)...)
-	}
-	tests := map[string]struct {
-		obj, old *snapv1.VolumeSnapshotContent
-		wantErr  string
-	}{
+	pre := Preset(NewContent, "c1", WithSnapshotHandle("h1"), BoundTo("ns", "s1", ""))
+	dyn := Preset(NewContent, "c1", WithVolumeHandle("vol-1"), BoundTo("ns", "s1", "uid-1"))
+	tests := map[string]verdictCase[*snapv1.VolumeSnapshotContent]{
 		"a pre-provisioned content is admitted": {
 			obj: pre(),
 		},
@@ -119,14 +112,5 @@ func TestContent(t *testing.T) {
 			old: NewContent("c1", WithSnapshotHandle("h1"), BoundTo("", "s1", "")),
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			op := Create
-			if tc.old != nil {
-				op = Update
-			}
-			errs, warnings := Validator{Lookup: &StaticLookup{}}.Content(op, tc.obj, tc.old)
-			expect(t, errs, warnings, tc.wantErr, "")
-		})
-	}
+	runVerdicts(t, nil, Validator.Content, tests)
 }

@@ -15,15 +15,7 @@ import (
 // and lookups, and never mixes with VolumeSnapshotClasses.
 func TestGroupClass(t *testing.T) {
 	group := NewGroupClass("group-standard", WithDriver(ebs), AsGroupDefault())
-	tests := map[string]struct {
-		existing    []any
-		fresh       []*groupv1.VolumeGroupSnapshotClass
-		lookupErr   error
-		freshErr    error
-		obj, old    *groupv1.VolumeGroupSnapshotClass
-		wantErr     string
-		wantWarning string
-	}{
+	tests := map[string]verdictCase[*groupv1.VolumeGroupSnapshotClass]{
 		"a plain group class is admitted": {
 			obj: NewGroupClass("group-fast"),
 		},
@@ -110,18 +102,7 @@ func TestGroupClass(t *testing.T) {
 			old:      NewGroupClass("group-fast", WithDriver(ebs), Deleting()),
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			l := lookupOf(t, tc.existing...)
-			l.Err, l.FreshErr, l.FreshGroupClasses = tc.lookupErr, tc.freshErr, tc.fresh
-			op := Create
-			if tc.old != nil {
-				op = Update
-			}
-			errs, warnings := Validator{Lookup: l}.GroupClass(op, tc.obj, tc.old)
-			expect(t, errs, warnings, tc.wantErr, tc.wantWarning)
-		})
-	}
+	runVerdicts(t, nil, Validator.GroupClass, tests)
 }
 
 // A VolumeSnapshotClass never conflicts with a default group class.

@@ -11,16 +11,9 @@ import (
 )
 
 func TestGroupContent(t *testing.T) {
-	pre := func(opts ...Opt) *groupv1.VolumeGroupSnapshotContent {
-		return NewGroupContent("gc1", append([]Opt{WithGroupHandles("grp-1", "snap-1", "snap-2"), GroupBoundTo("ns", "g1", "")}, opts...)...)
-	}
-	dyn := func(opts ...Opt) *groupv1.VolumeGroupSnapshotContent {
-		return NewGroupContent("gc1", append([]Opt{WithVolumeHandles("vol-1", "vol-2"), GroupBoundTo("ns", "g1", "uid-1")}, opts...)...)
-	}
-	tests := map[string]struct {
-		obj, old *groupv1.VolumeGroupSnapshotContent
-		wantErr  string
-	}{
+	pre := Preset(NewGroupContent, "gc1", WithGroupHandles("grp-1", "snap-1", "snap-2"), GroupBoundTo("ns", "g1", ""))
+	dyn := Preset(NewGroupContent, "gc1", WithVolumeHandles("vol-1", "vol-2"), GroupBoundTo("ns", "g1", "uid-1"))
+	tests := map[string]verdictCase[*groupv1.VolumeGroupSnapshotContent]{
 		"a pre-provisioned group content is admitted": {
 			obj: pre(),
 		},
@@ -118,14 +111,5 @@ func TestGroupContent(t *testing.T) {
 			old: NewGroupContent("gc1", WithGroupHandles("grp-1", "s"), GroupBoundTo("", "g1", "")),
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			op := Create
-			if tc.old != nil {
-				op = Update
-			}
-			errs, warnings := Validator{Lookup: &StaticLookup{}}.GroupContent(op, tc.obj, tc.old)
-			expect(t, errs, warnings, tc.wantErr, "")
-		})
-	}
+	runVerdicts(t, nil, Validator.GroupContent, tests)
 }

@@ -35,13 +35,7 @@ func TestGroupSnapshot(t *testing.T) {
 	db := func(opts ...Opt) *groupv1.VolumeGroupSnapshot {
 		return NewGroupSnapshot("ns", "g1", append([]Opt{Selecting("app", "db")}, opts...)...)
 	}
-	tests := map[string]struct {
-		extra       []any
-		lookupErr   error
-		obj, old    *groupv1.VolumeGroupSnapshot
-		wantErr     string
-		wantWarning string
-	}{
+	tests := map[string]verdictCase[*groupv1.VolumeGroupSnapshot]{
 		"bound claims of one driver with the driver's default group class are admitted": {
 			obj: db(),
 		},
@@ -90,9 +84,9 @@ func TestGroupSnapshot(t *testing.T) {
 			wantErr: `VolumeGroupSnapshot "ns/g1" selects PersistentVolumeClaim "pending", which is not bound yet: a group snapshot is cut from bound volumes only; wait until claim "pending" is bound, or change spec.source.selector or the claims' labels (field spec.source.selector)`,
 		},
 		"a claim whose volume is named but whose phase is not Bound counts as unbound": {
-			extra:   []any{NewPVC("ns", "half", WithLabel("app", "half"), BoundToPV("pv-data"))},
-			obj:     NewGroupSnapshot("ns", "g1", Selecting("app", "half")),
-			wantErr: `selects PersistentVolumeClaim "half", which is not bound yet`,
+			existing: []any{NewPVC("ns", "half", WithLabel("app", "half"), BoundToPV("pv-data"))},
+			obj:      NewGroupSnapshot("ns", "g1", Selecting("app", "half")),
+			wantErr:  `selects PersistentVolumeClaim "half", which is not bound yet`,
 		},
 		"claims of two drivers are denied naming claims and drivers": {
 			obj:     NewGroupSnapshot("ns", "g1", Selecting("mix", "yes")),
@@ -122,7 +116,7 @@ func TestGroupSnapshot(t *testing.T) {
 			obj: NewGroupSnapshot("ns", "g1", Selecting("app", "db")),
 		},
 		"an empty selector is a warning: it selects every claim": {
-			extra:       []any{},
+			existing:    []any{},
 			obj:         NewGroupSnapshot("empty", "g1", WithSelector(&metav1.LabelSelector{})),
 			wantWarning: `has an empty spec.source.selector, which selects every PersistentVolumeClaim in namespace "empty"`,
 		},
@@ -154,18 +148,7 @@ func TestGroupSnapshot(t *testing.T) {
 			old: db(Deleting()),
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			l := lookupOf(t, append(groupWorld(), tc.extra...)...)
-			l.Err = tc.lookupErr
-			op := Create
-			if tc.old != nil {
-				op = Update
-			}
-			errs, warnings := Validator{Lookup: l}.GroupSnapshot(op, tc.obj, tc.old)
-			expect(t, errs, warnings, tc.wantErr, tc.wantWarning)
-		})
-	}
+	runVerdicts(t, groupWorld, Validator.GroupSnapshot, tests)
 }
 
 // A volume that cannot be read leaves its claim unchecked, with a warning.

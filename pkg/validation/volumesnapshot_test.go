@@ -19,13 +19,7 @@ func TestSnapshot(t *testing.T) {
 		NewPVC("ns", "pending"),
 		NewContent("pre", WithSnapshotHandle("snap-1"), BoundTo("ns", "imported", "")),
 	}
-	tests := map[string]struct {
-		existing    []any
-		lookupErr   error
-		obj, old    *snapv1.VolumeSnapshot
-		wantErr     string
-		wantWarning string
-	}{
+	tests := map[string]verdictCase[*snapv1.VolumeSnapshot]{
 		"a snapshot of a bound claim with the default class is admitted": {
 			obj: NewSnapshot("ns", "s1", FromPVC("data")),
 		},
@@ -129,16 +123,5 @@ func TestSnapshot(t *testing.T) {
 			old: NewSnapshot("ns", "thief", FromContent("pre")),
 		},
 	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			l := lookupOf(t, append(append([]any{}, world...), tc.existing...)...)
-			l.Err = tc.lookupErr
-			op := Create
-			if tc.old != nil {
-				op = Update
-			}
-			errs, warnings := Validator{Lookup: l}.Snapshot(op, tc.obj, tc.old)
-			expect(t, errs, warnings, tc.wantErr, tc.wantWarning)
-		})
-	}
+	runVerdicts(t, func() []any { return world }, Validator.Snapshot, tests)
 }

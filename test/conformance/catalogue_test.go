@@ -16,28 +16,43 @@ import (
 // in the plain `go test` (make test), the rest with
 // SNAPKEEPER_CONFORMANCE=full (make conformance).
 
-// Reusable steps.
+// Reusable steps and actions.
 
-// createDynamic: a bound claim "data" and a snapshot "snap" of it with
-// the scenario's class, ready.
+// claimAndSnap creates a bound claim "data" and a snapshot "snap" of it
+// with the scenario's class.
+var claimAndSnap = seq(
+	func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
+	func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
+)
+
+// createDynamic: claimAndSnap, ready.
 func createDynamic() step {
-	return step{Name: "create", Do: seq(
-		func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-		func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-	), Until: vsReady("snap")}
+	return step{Name: "create", Do: claimAndSnap, Until: vsReady("snap")}
+}
+
+// deleting deletes snapshot name.
+func deleting(name string) func(context.Context, *run) error {
+	return func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, name) }
 }
 
 // deleteSnap deletes snapshot name and waits until it is gone.
 func deleteSnap(name string) step {
-	return step{Name: "delete " + name, Do: func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, name) },
-		Until: vsGone(name)}
+	return step{Name: "delete " + name, Do: deleting(name), Until: vsGone(name)}
 }
 
 // deleteSnapAll deletes snapshot name and waits until it and every content
 // are gone (a Delete policy).
 func deleteSnapAll(name string) step {
-	return step{Name: "delete " + name, Do: func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, name) },
-		Until: all(vsGone(name), contentsGone)}
+	return step{Name: "delete " + name, Do: deleting(name), Until: all(vsGone(name), contentsGone)}
+}
+
+// staticOnceSettled creates snapshot vs (of class, or none) naming the
+// run's content "c" once the informer caches hold that content.
+func (r *run) staticOnceSettled(ctx context.Context, vs, class string) error {
+	if err := r.settleContent(ctx, r.contentName("c")); err != nil {
+		return err
+	}
+	return r.staticSnapshot(ctx, vs, r.contentName("c"), class)
 }
 
 // restoreScenario: a claim restores (Pending) from a ready snapshot, the
@@ -55,7 +70,7 @@ func restoreScenario(name, title string, policy snapv1.DeletionPolicy, ref, bind
 	return &scenario{Name: name, Title: title, Short: short, Policy: policy, Steps: []step{
 		createDynamic(),
 		{Name: "restore from snap", Do: func(ctx context.Context, r *run) error { return r.restorePVC(ctx, "restored", "snap", ref) }},
-		{Name: "delete snap", Do: func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, "snap") }, Quiet: 5 * time.Second},
+		{Name: "delete snap", Do: deleting("snap"), Quiet: 5 * time.Second},
 		finish,
 	}}
 }
@@ -75,9 +90,7 @@ func importScenario(name, title string, short, settle bool) *scenario {
 				return err
 			}
 			if settle {
-				if err := r.settleContent(ctx, r.contentName("c")); err != nil {
-					return err
-				}
+				return r.staticOnceSettled(ctx, "snap", r.className())
 			}
 			return r.staticSnapshot(ctx, "snap", r.contentName("c"), r.className())
 		}, Until: vsReady("snap")},
@@ -136,10 +149,7 @@ func singleScenarios() []*scenario {
 					if err := r.importContent(ctx, "c", "no-such-snapshot", "snap", "", "", snapv1.VolumeSnapshotContentDelete); err != nil {
 						return err
 					}
-					if err := r.settleContent(ctx, r.contentName("c")); err != nil {
-						return err
-					}
-					return r.staticSnapshot(ctx, "snap", r.contentName("c"), r.className())
+					return r.staticOnceSettled(ctx, "snap", r.className())
 				}, Until: vsError("snap"), Timeout: 30 * time.Second},
 				deleteSnapAll("snap"),
 			},
@@ -162,10 +172,7 @@ func singleScenarios() []*scenario {
 					if err := r.createContent(ctx, c); err != nil {
 						return err
 					}
-					if err := r.settleContent(ctx, r.contentName("c")); err != nil {
-						return err
-					}
-					return r.staticSnapshot(ctx, "snap", r.contentName("c"), "")
+					return r.staticOnceSettled(ctx, "snap", "")
 				}, Until: vsError("snap"), Timeout: 30 * time.Second},
 				deleteSnap("snap"),
 			},
@@ -174,10 +181,7 @@ func singleScenarios() []*scenario {
 			Name: "dyn-has-handle", Title: "dynamic content that already has a handle when the CSI side starts",
 			CSI: csiLater,
 			Steps: []step{
-				{Name: "create without CSI side", Do: seq(
-					func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-					func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-				), Until: contentOf("snap", func(*snapv1.VolumeSnapshotContent) bool { return true }), Timeout: 30 * time.Second},
+				{Name: "create without CSI side", Do: claimAndSnap, Until: contentOf("snap", func(*snapv1.VolumeSnapshotContent) bool { return true }), Timeout: 30 * time.Second},
 				{Name: "cut and store the handle", Do: func(ctx context.Context, r *run) error {
 					name, err := r.dynamicContent(ctx, "snap")
 					if err != nil {
@@ -217,10 +221,7 @@ func singleScenarios() []*scenario {
 					if err := r.importContent(ctx, "c", id, "someone-else", "", "", snapv1.VolumeSnapshotContentDelete); err != nil {
 						return err
 					}
-					if err := r.settleContent(ctx, r.contentName("c")); err != nil {
-						return err
-					}
-					return r.staticSnapshot(ctx, "thief", r.contentName("c"), "")
+					return r.staticOnceSettled(ctx, "thief", "")
 				}, Until: vsError("thief"), Timeout: 30 * time.Second},
 				deleteSnap("thief"),
 			},
@@ -241,8 +242,7 @@ func singleScenarios() []*scenario {
 					}
 					return r.deleteContent(ctx, name)
 				}, Quiet: 5 * time.Second},
-				{Name: "delete snap", Do: func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, "snap") },
-					Until: all(vsGone("snap"), contentsGone)},
+				deleteSnapAll("snap"),
 			},
 		},
 		{
@@ -268,12 +268,8 @@ func singleScenarios() []*scenario {
 			Name: "delete-in-flight", Title: "delete the snapshot while CreateSnapshot is in flight (driver holds the answer)",
 			Faults: []framework.FaultRule{{Method: "CreateSnapshot", Hang: csitest.Duration(10 * time.Second), Times: 1}},
 			Steps: []step{
-				{Name: "create, cut hangs", Do: seq(
-					func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-					func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-				), Until: all(backendCount(1), vsBound("snap")), Timeout: 6 * time.Second, Quiet: time.Second},
-				{Name: "delete snap", Do: func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, "snap") },
-					Until: all(vsGone("snap"), contentsGone, backendCount(0)), Timeout: 45 * time.Second},
+				{Name: "create, cut hangs", Do: claimAndSnap, Until: all(backendCount(1), vsBound("snap")), Timeout: 6 * time.Second, Quiet: time.Second},
+				{Name: "delete snap", Do: deleting("snap"), Until: all(vsGone("snap"), contentsGone, backendCount(0)), Timeout: 45 * time.Second},
 			},
 			// The community csi-snapshotter may store the content its own
 			// create wrote and then skip the informer's copy of that
@@ -285,11 +281,8 @@ func singleScenarios() []*scenario {
 			Name: "no-csi", Title: "snapshot of a driver whose CSI side does not run; then delete it",
 			CSI: csiNone,
 			Steps: []step{
-				{Name: "create", Do: seq(
-					func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-					func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-				), Quiet: 5 * time.Second},
-				{Name: "delete snap", Do: func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, "snap") }, Quiet: 5 * time.Second},
+				{Name: "create", Do: claimAndSnap, Quiet: 5 * time.Second},
+				{Name: "delete snap", Do: deleting("snap"), Quiet: 5 * time.Second},
 			},
 			// Nothing can call DeleteSnapshot without the CSI side: the
 			// content (and its snapshot) wait for it.
@@ -329,14 +322,11 @@ func singleScenarios() []*scenario {
 					if err := r.importContent(ctx, "c", id, "imported", "", r.className(), snapv1.VolumeSnapshotContentDelete); err != nil {
 						return err
 					}
-					if err := r.settleContent(ctx, r.contentName("c")); err != nil {
-						return err
-					}
-					return r.staticSnapshot(ctx, "imported", r.contentName("c"), r.className())
+					return r.staticOnceSettled(ctx, "imported", r.className())
 				}, Until: vsReady("imported")},
 				{Name: "delete both", Do: seq(
-					func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, "snap") },
-					func(ctx context.Context, r *run) error { return r.deleteSnapshot(ctx, "imported") },
+					deleting("snap"),
+					deleting("imported"),
 				), Until: all(vsGone("snap"), vsGone("imported"), contentsGone)},
 			},
 		},
@@ -399,10 +389,7 @@ func singleScenarios() []*scenario {
 			Name: "source-deleted", Title: "source claim deleted while the cut is in flight",
 			Faults: []framework.FaultRule{{Method: "CreateSnapshot", Hang: csitest.Duration(10 * time.Second), Times: 1}},
 			Steps: []step{
-				{Name: "create, cut hangs", Do: seq(
-					func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-					func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-				), Until: all(backendCount(1), vsBound("snap")), Timeout: 6 * time.Second, Quiet: time.Second},
+				{Name: "create, cut hangs", Do: claimAndSnap, Until: all(backendCount(1), vsBound("snap")), Timeout: 6 * time.Second, Quiet: time.Second},
 				{Name: "delete claim", Do: func(ctx context.Context, r *run) error { return r.deletePVC(ctx, "data") },
 					Until: all(vsReady("snap"), pvcGone("data"))},
 				deleteSnapAll("snap"),
@@ -431,10 +418,7 @@ func driverErrorThenRecovery(name, title, code, message string) *scenario {
 		Name: name, Title: title,
 		Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: code, Message: message}},
 		Steps: []step{
-			{Name: "create", Do: seq(
-				func(ctx context.Context, r *run) error { return r.pvc(ctx, "data", framework.PVCOptions{}) },
-				func(ctx context.Context, r *run) error { return r.snapshot(ctx, "snap", "data", r.className()) },
-			), Until: vsError("snap"), Timeout: 30 * time.Second},
+			{Name: "create", Do: claimAndSnap, Until: vsError("snap"), Timeout: 30 * time.Second},
 			{Name: "driver recovers", Do: func(ctx context.Context, r *run) error { return r.setFaults(ctx) },
 				Until: vsReady("snap"), Timeout: 90 * time.Second},
 			deleteSnapAll("snap"),

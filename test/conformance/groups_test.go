@@ -13,7 +13,6 @@ import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -120,15 +119,12 @@ func (r *run) handles(ids []string) string {
 // groupObjects records every group snapshot and group content of the run
 // under prefix p.
 func (r *run) groupObjects(p string, o *obs, out outcome) {
-	for _, n := range r.known("VolumeGroupSnapshot", o) {
+	for _, n := range known(r, "VolumeGroupSnapshot", o.vgs) {
 		pre := p + "VolumeGroupSnapshot/" + n + "."
 		g := o.vgs[n]
-		if g == nil {
-			out.set(pre+"exists", "absent")
+		if !recordObject(r, pre, g, out) {
 			continue
 		}
-		out.set(pre+"exists", state(g.DeletionTimestamp != nil))
-		r.meta(pre, g.Annotations, g.Labels, g.Finalizers, owners(g.OwnerReferences), out)
 		if g.Spec.VolumeGroupSnapshotClassName != nil {
 			out.set(pre+"spec.volumeGroupSnapshotClassName", *g.Spec.VolumeGroupSnapshotClassName)
 		}
@@ -146,19 +142,14 @@ func (r *run) groupObjects(p string, o *obs, out outcome) {
 		if s.BoundVolumeGroupSnapshotContentName != nil {
 			out.set(pre+"status.boundVolumeGroupSnapshotContentName", r.norm(*s.BoundVolumeGroupSnapshotContentName))
 		}
-		out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
-		out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && s.CreationTime.Unix() == 0))
-		r.statusError(pre, s.Error, out)
+		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
 	}
-	for _, n := range r.known("VolumeGroupSnapshotContent", o) {
+	for _, n := range known(r, "VolumeGroupSnapshotContent", o.vgsc) {
 		pre := p + "VolumeGroupSnapshotContent/" + r.norm(n) + "."
 		c := o.vgsc[n]
-		if c == nil {
-			out.set(pre+"exists", "absent")
+		if !recordObject(r, pre, c, out) {
 			continue
 		}
-		out.set(pre+"exists", state(c.DeletionTimestamp != nil))
-		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
 		sp := c.Spec
 		out.set(pre+"spec.deletionPolicy", string(sp.DeletionPolicy))
 		out.set(pre+"spec.driver", sp.Driver)
@@ -173,8 +164,7 @@ func (r *run) groupObjects(p string, o *obs, out outcome) {
 		if h := sp.Source.GroupSnapshotHandles; h != nil {
 			out.set(pre+"spec.source.groupSnapshotHandles", r.handle(h.VolumeGroupSnapshotHandle)+" "+r.handles(h.VolumeSnapshotHandles))
 		}
-		ref := sp.VolumeGroupSnapshotRef
-		out.set(pre+"spec.volumeGroupSnapshotRef", r.norm(fmt.Sprintf("%s %s %s/%s uid=%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID)))
+		out.set(pre+"spec.volumeGroupSnapshotRef", r.ref(sp.VolumeGroupSnapshotRef))
 		s := c.Status
 		if s == nil {
 			out.set(pre+"status", "unset")
@@ -183,14 +173,12 @@ func (r *run) groupObjects(p string, o *obs, out outcome) {
 		if s.VolumeGroupSnapshotHandle != nil {
 			out.set(pre+"status.volumeGroupSnapshotHandle", r.handle(*s.VolumeGroupSnapshotHandle))
 		}
-		out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
-		out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && s.CreationTime.Unix() == 0))
-		r.statusError(pre, s.Error, out)
+		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
 		for _, info := range s.VolumeSnapshotInfoList {
 			ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
 			out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
 			out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
-			out.set(ipre+"creationTime", timeStr(info.CreationTime != nil, info.CreationTime != nil && *info.CreationTime == 0))
+			out.set(ipre+"creationTime", unixTime(info.CreationTime))
 			if info.RestoreSize != nil {
 				out.set(ipre+"restoreSize", strconv.FormatInt(*info.RestoreSize, 10))
 			}
@@ -372,41 +360,34 @@ func (r *run) memberOf(ctx context.Context, group, claim string) (string, error)
 // an admin or a backup tool would before importing it, and returns its id
 // and its members' ids.
 func (r *run) cutGroup(ctx context.Context, name string, volumes ...string) (string, []string, error) {
-	conn, err := grpc.NewClient("unix://"+r.drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return "", nil, err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	resp, err := csipb.NewGroupControllerClient(conn).CreateVolumeGroupSnapshot(ctx,
-		&csipb.CreateVolumeGroupSnapshotRequest{Name: name, SourceVolumeIds: volumes})
-	if err != nil {
-		return "", nil, fmt.Errorf("CreateVolumeGroupSnapshot %s on the driver: %w", name, err)
-	}
-	gs := resp.GetGroupSnapshot()
-	r.ids[gs.GetGroupSnapshotId()] = name
+	var id string
 	var ids []string
-	for _, s := range gs.GetSnapshots() {
-		r.ids[s.GetSnapshotId()] = name + ":" + s.GetSourceVolumeId()
-		ids = append(ids, s.GetSnapshotId())
-	}
-	return gs.GetGroupSnapshotId(), ids, nil
+	err := r.onDriver(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
+		resp, err := csipb.NewGroupControllerClient(conn).CreateVolumeGroupSnapshot(ctx,
+			&csipb.CreateVolumeGroupSnapshotRequest{Name: name, SourceVolumeIds: volumes})
+		if err != nil {
+			return fmt.Errorf("CreateVolumeGroupSnapshot %s on the driver: %w", name, err)
+		}
+		gs := resp.GetGroupSnapshot()
+		id = gs.GetGroupSnapshotId()
+		r.ids[id] = name
+		for _, s := range gs.GetSnapshots() {
+			r.ids[s.GetSnapshotId()] = name + ":" + s.GetSourceVolumeId()
+			ids = append(ids, s.GetSnapshotId())
+		}
+		return nil
+	})
+	return id, ids, err
 }
 
 // deleteBackendGroup deletes a group snapshot directly on the driver.
 func (r *run) deleteBackendGroup(ctx context.Context, id string) error {
-	conn, err := grpc.NewClient("unix://"+r.drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if _, err := csipb.NewGroupControllerClient(conn).DeleteVolumeGroupSnapshot(ctx, &csipb.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: id}); err != nil {
-		return fmt.Errorf("DeleteVolumeGroupSnapshot %s on the driver: %w", id, err)
-	}
-	return nil
+	return r.onDriver(ctx, func(ctx context.Context, conn *grpc.ClientConn) error {
+		if _, err := csipb.NewGroupControllerClient(conn).DeleteVolumeGroupSnapshot(ctx, &csipb.DeleteVolumeGroupSnapshotRequest{GroupSnapshotId: id}); err != nil {
+			return fmt.Errorf("DeleteVolumeGroupSnapshot %s on the driver: %w", id, err)
+		}
+		return nil
+	})
 }
 
 // importGroupContent creates a pre-provisioned group content for a backend
@@ -435,22 +416,10 @@ func (r *run) importGroupContent(ctx context.Context, short, groupID string, mem
 // settleGroupContent waits until group content name is in the run's
 // informer cache, then a moment more (see settleContent).
 func (r *run) settleGroupContent(ctx context.Context, name string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := r.w.vgsc.Get(name); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("group content %s not seen by the informer within 10s", name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	time.Sleep(500 * time.Millisecond)
-	return nil
+	return settle(ctx, "group content "+name, func() error {
+		_, err := r.w.vgsc.Get(name)
+		return err
+	})
 }
 
 // deleteAllContents deletes every content and group content of the run
@@ -471,18 +440,19 @@ func (r *run) deleteAllContents(ctx context.Context) error {
 
 // ---- conditions for group steps ----
 
-func vgsReady(name string) func(*run, *obs) bool {
-	return func(_ *run, o *obs) bool {
-		g := o.vgs[name]
-		return g != nil && g.Status != nil && g.Status.ReadyToUse != nil && *g.Status.ReadyToUse
+func vgsStatus(g *groupv1.VolumeGroupSnapshot) snapStatus {
+	if g == nil || g.Status == nil {
+		return snapStatus{}
 	}
+	return snapStatus{g.Status.ReadyToUse, g.Status.Error}
+}
+
+func vgsReady(name string) func(*run, *obs) bool {
+	return func(_ *run, o *obs) bool { return vgsStatus(o.vgs[name]).ready() }
 }
 
 func vgsError(name string) func(*run, *obs) bool {
-	return func(_ *run, o *obs) bool {
-		g := o.vgs[name]
-		return g != nil && g.Status != nil && g.Status.Error != nil
-	}
+	return func(_ *run, o *obs) bool { return vgsStatus(o.vgs[name]).failed() }
 }
 
 func vgsGone(name string) func(*run, *obs) bool {
@@ -498,7 +468,7 @@ func membersReady(group string) func(*run, *obs) bool {
 			if snapshot.GroupOwner(v) != group {
 				continue
 			}
-			if v.Status == nil || v.Status.ReadyToUse == nil || !*v.Status.ReadyToUse {
+			if !vsStatus(v).ready() {
 				return false
 			}
 			got++
@@ -524,13 +494,27 @@ func everythingGone(group string) func(*run, *obs) bool {
 
 // ---- group scenarios ----
 
-// createDB: the db claims and a dynamic group "db" of three of them, ready
-// with its three members.
+// claimsAndDB creates the db claims and a dynamic group "db" of three of
+// them.
+var claimsAndDB = seq(
+	dbClaims,
+	func(ctx context.Context, r *run) error { return r.createGroup(ctx, "db", dbSelector()) },
+)
+
+// createDB: claimsAndDB, ready with its three members.
 func createDB() step {
-	return step{Name: "claims and group", Do: seq(
-		dbClaims,
-		func(ctx context.Context, r *run) error { return r.createGroup(ctx, "db", dbSelector()) },
-	), Until: all(vgsReady("db"), membersReady("db"))}
+	return step{Name: "claims and group", Do: claimsAndDB, Until: all(vgsReady("db"), membersReady("db"))}
+}
+
+// deletingGroup deletes group snapshot name.
+func deletingGroup(name string) func(context.Context, *run) error {
+	return func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, name) }
+}
+
+// deleteGroupAll deletes group snapshot name and waits until everything
+// of it is gone (a Delete policy).
+func deleteGroupAll(name string) step {
+	return step{Name: "delete " + name, Do: deletingGroup(name), Until: everythingGone(name)}
 }
 
 func groupScenarios() []*scenario {
@@ -538,18 +522,14 @@ func groupScenarios() []*scenario {
 		{
 			Name: "group-delete", Title: "dynamic group of 3 claims (matchLabels + matchExpressions), ready, delete (Delete policy)", Short: true,
 			GroupClass: true, VolumeSizes: dbSizes,
-			Steps: []step{createDB(), {
-				Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-				Until: everythingGone("db"),
-			}},
+			Steps: []step{createDB(), deleteGroupAll("db")},
 		},
 		{
 			Name: "group-retain", Title: "dynamic group with Retain: delete the group, then the retained contents",
 			GroupClass: true, VolumeSizes: dbSizes, Policy: snapv1.VolumeSnapshotContentRetain,
 			Steps: []step{
 				createDB(),
-				{Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-					Until: all(vgsGone("db"), snapshotsGone)},
+				{Name: "delete db", Do: deletingGroup("db"), Until: all(vgsGone("db"), snapshotsGone)},
 				{Name: "delete contents", Do: func(ctx context.Context, r *run) error { return r.deleteAllContents(ctx) },
 					Until: all(contentsGone, groupContentsGone)},
 			},
@@ -559,12 +539,8 @@ func groupScenarios() []*scenario {
 			GroupClass: true, VolumeSizes: dbSizes,
 			Faults: []framework.FaultRule{{Method: "CreateVolumeGroupSnapshot", Code: "InvalidArgument", Message: "unsupported group parameter"}},
 			Steps: []step{
-				{Name: "claims and group", Do: seq(
-					dbClaims,
-					func(ctx context.Context, r *run) error { return r.createGroup(ctx, "db", dbSelector()) },
-				), Until: vgsError("db"), Timeout: 30 * time.Second},
-				{Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-					Until: everythingGone("db")},
+				{Name: "claims and group", Do: claimsAndDB, Until: vgsError("db"), Timeout: 30 * time.Second},
+				deleteGroupAll("db"),
 			},
 		},
 		{
@@ -581,8 +557,7 @@ func groupScenarios() []*scenario {
 					}
 					return r.staticGroup(ctx, "imported", r.contentName("gc"))
 				}, Until: vgsReady("imported")},
-				{Name: "delete imported", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "imported") },
-					Until: everythingGone("imported")},
+				deleteGroupAll("imported"),
 			},
 		},
 		{
@@ -597,8 +572,7 @@ func groupScenarios() []*scenario {
 					}
 					return r.deleteSnapshot(ctx, name)
 				}, Quiet: 5 * time.Second},
-				{Name: "delete db", Do: func(ctx context.Context, r *run) error { return r.deleteGroup(ctx, "db") },
-					Until: everythingGone("db")},
+				deleteGroupAll("db"),
 			},
 		},
 	}

@@ -289,35 +289,17 @@ func state(deleting bool) string {
 	return "present"
 }
 
-// known returns the names of objects of kind seen at any time in the run
-// (so that an object that went shows as "absent"), sorted.
-func (r *run) known(kind string, o *obs) []string {
+// known returns the names of objects of kind seen at any time in the run,
+// now holding those seen at this moment (so that an object that went shows
+// as "absent"), sorted.
+func known[T any](r *run, kind string, now map[string]T) []string {
 	set := r.everSeen[kind]
 	if set == nil {
 		set = map[string]bool{}
 		r.everSeen[kind] = set
 	}
-	switch kind {
-	case "VolumeSnapshot":
-		for n := range o.vs {
-			set[n] = true
-		}
-	case "VolumeSnapshotContent":
-		for n := range o.vsc {
-			set[n] = true
-		}
-	case "PersistentVolumeClaim":
-		for n := range o.pvc {
-			set[n] = true
-		}
-	case "VolumeGroupSnapshot":
-		for n := range o.vgs {
-			set[n] = true
-		}
-	case "VolumeGroupSnapshotContent":
-		for n := range o.vgsc {
-			set[n] = true
-		}
+	for n := range now {
+		set[n] = true
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {
@@ -418,6 +400,39 @@ func timeStr(set bool, zero bool) string {
 	return "set"
 }
 
+// metaTime and unixTime are timeStr of a status's creationTime.
+func metaTime(t *metav1.Time) string { return timeStr(t != nil, t != nil && t.Unix() == 0) }
+func unixTime(t *int64) string       { return timeStr(t != nil, t != nil && *t == 0) }
+
+// recordObject records whether an object of the run exists: "absent" when
+// obj is nil (and false), else its deletion state and metadata.
+func recordObject[T interface {
+	comparable
+	metav1.Object
+}](r *run, pre string, obj T, out outcome) bool {
+	var none T
+	if obj == none {
+		out.set(pre+"exists", "absent")
+		return false
+	}
+	out.set(pre+"exists", state(obj.GetDeletionTimestamp() != nil))
+	r.meta(pre, obj.GetAnnotations(), obj.GetLabels(), obj.GetFinalizers(), owners(obj.GetOwnerReferences()), out)
+	return true
+}
+
+// recordStatus records what the statuses of the snapshot and content
+// kinds, single and group, have in common.
+func (r *run) recordStatus(pre string, ready *bool, creationTime string, e *snapv1.VolumeSnapshotError, out outcome) {
+	out.set(pre+"status.readyToUse", boolStr(ready))
+	out.set(pre+"status.creationTime", creationTime)
+	r.statusError(pre, e, out)
+}
+
+// ref is a content's reference to its snapshot or group, normalized.
+func (r *run) ref(ref corev1.ObjectReference) string {
+	return r.norm(fmt.Sprintf("%s %s %s/%s uid=%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID))
+}
+
 // final records the events seen during the whole run (by kind, type and
 // reason: their timing is too loose to pin to a step).
 func (r *run) final(o *obs, out outcome) {
@@ -429,15 +444,12 @@ func (r *run) final(o *obs, out outcome) {
 
 // objects records every object of the run in detail under prefix p.
 func (r *run) objects(p string, o *obs, out outcome) {
-	for _, n := range r.known("VolumeSnapshot", o) {
+	for _, n := range known(r, "VolumeSnapshot", o.vs) {
 		pre := p + "VolumeSnapshot/" + r.normHash(n) + "."
 		v := o.vs[n]
-		if v == nil {
-			out.set(pre+"exists", "absent")
+		if !recordObject(r, pre, v, out) {
 			continue
 		}
-		out.set(pre+"exists", state(v.DeletionTimestamp != nil))
-		r.meta(pre, v.Annotations, v.Labels, v.Finalizers, owners(v.OwnerReferences), out)
 		if v.Spec.VolumeSnapshotClassName != nil {
 			out.set(pre+"spec.volumeSnapshotClassName", *v.Spec.VolumeSnapshotClassName)
 		}
@@ -451,12 +463,10 @@ func (r *run) objects(p string, o *obs, out outcome) {
 			if s.BoundVolumeSnapshotContentName != nil {
 				out.set(pre+"status.boundVolumeSnapshotContentName", r.norm(*s.BoundVolumeSnapshotContentName))
 			}
-			out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
-			out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && s.CreationTime.Unix() == 0))
+			r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
 			if s.RestoreSize != nil {
 				out.set(pre+"status.restoreSize", s.RestoreSize.String())
 			}
-			r.statusError(pre, s.Error, out)
 			if s.VolumeGroupSnapshotName != nil {
 				out.set(pre+"status.volumeGroupSnapshotName", *s.VolumeGroupSnapshotName)
 			}
@@ -464,15 +474,12 @@ func (r *run) objects(p string, o *obs, out outcome) {
 			out.set(pre+"status", "unset")
 		}
 	}
-	for _, n := range r.known("VolumeSnapshotContent", o) {
+	for _, n := range known(r, "VolumeSnapshotContent", o.vsc) {
 		pre := p + "VolumeSnapshotContent/" + r.norm(n) + "."
 		c := o.vsc[n]
-		if c == nil {
-			out.set(pre+"exists", "absent")
+		if !recordObject(r, pre, c, out) {
 			continue
 		}
-		out.set(pre+"exists", state(c.DeletionTimestamp != nil))
-		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
 		sp := c.Spec
 		out.set(pre+"spec.deletionPolicy", string(sp.DeletionPolicy))
 		out.set(pre+"spec.driver", sp.Driver)
@@ -488,18 +495,15 @@ func (r *run) objects(p string, o *obs, out outcome) {
 		if sp.VolumeSnapshotClassName != nil {
 			out.set(pre+"spec.volumeSnapshotClassName", *sp.VolumeSnapshotClassName)
 		}
-		ref := sp.VolumeSnapshotRef
-		out.set(pre+"spec.volumeSnapshotRef", r.norm(fmt.Sprintf("%s %s %s/%s uid=%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID)))
+		out.set(pre+"spec.volumeSnapshotRef", r.ref(sp.VolumeSnapshotRef))
 		if s := c.Status; s != nil {
 			if s.SnapshotHandle != nil {
 				out.set(pre+"status.snapshotHandle", r.handle(*s.SnapshotHandle))
 			}
-			out.set(pre+"status.readyToUse", boolStr(s.ReadyToUse))
-			out.set(pre+"status.creationTime", timeStr(s.CreationTime != nil, s.CreationTime != nil && *s.CreationTime == 0))
+			r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
 			if s.RestoreSize != nil {
 				out.set(pre+"status.restoreSize", strconv.FormatInt(*s.RestoreSize, 10))
 			}
-			r.statusError(pre, s.Error, out)
 			if s.VolumeGroupSnapshotHandle != nil {
 				out.set(pre+"status.volumeGroupSnapshotHandle", r.handle(*s.VolumeGroupSnapshotHandle))
 			}
@@ -507,16 +511,13 @@ func (r *run) objects(p string, o *obs, out outcome) {
 			out.set(pre+"status", "unset")
 		}
 	}
-	for _, n := range r.known("PersistentVolumeClaim", o) {
+	for _, n := range known(r, "PersistentVolumeClaim", o.pvc) {
 		pre := p + "PersistentVolumeClaim/" + n + "."
 		c := o.pvc[n]
-		if c == nil {
-			out.set(pre+"exists", "absent")
+		if !recordObject(r, pre, c, out) {
 			continue
 		}
-		out.set(pre+"exists", state(c.DeletionTimestamp != nil))
 		out.set(pre+"status.phase", string(c.Status.Phase))
-		r.meta(pre, c.Annotations, c.Labels, c.Finalizers, owners(c.OwnerReferences), out)
 	}
 	r.groupObjects(p, o, out)
 }

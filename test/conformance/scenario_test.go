@@ -11,10 +11,8 @@ import (
 	"sync"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -525,42 +523,11 @@ func (r *run) pendingPVC(ctx context.Context, name string) error {
 // bindPVC binds a Pending claim to a new CSI volume "vol-<name>", as the PV
 // controller would.
 func (r *run) bindPVC(ctx context.Context, name string) error {
-	kube := r.w.env.Kube.CoreV1()
-	c, err := kube.PersistentVolumeClaims(r.ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	mode := corev1.PersistentVolumeFilesystem
-	pvName := "pv-" + r.ns + "-" + name
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			VolumeMode:                    &mode,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				CSI: &corev1.CSIPersistentVolumeSource{Driver: r.driverName(), VolumeHandle: "vol-" + name},
-			},
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: r.ns, Name: name, UID: c.UID},
-		},
-	}
-	pvOut, err := kube.PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
 	r.mu.Lock()
-	r.pvs = append(r.pvs, pvName)
+	r.pvs = append(r.pvs, "pv-"+r.ns+"-"+name) // cleanup ignores a PV never created
 	r.mu.Unlock()
-	pvOut.Status.Phase = corev1.VolumeBound
-	if _, err := kube.PersistentVolumes().UpdateStatus(ctx, pvOut, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	patch := []byte(`{"spec":{"volumeName":"` + pvName + `"}}`)
-	if _, err := kube.PersistentVolumeClaims(r.ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return err
-	}
-	return r.setClaimPhase(ctx, name, corev1.ClaimBound)
+	_, err := r.w.env.BindPendingClaim(ctx, r.ns, name, framework.PVCOptions{Driver: r.driverName(), VolumeHandle: "vol-" + name})
+	return err
 }
 
 // setClaimPhase writes a claim's status phase (and capacity when Bound).
@@ -700,13 +667,22 @@ func (r *run) importContent(ctx context.Context, short, handle, vsName, uid, cla
 // then a moment more, so that binders have seen it too before a snapshot
 // names it (scenarios that want the race create both back to back).
 func (r *run) settleContent(ctx context.Context, name string) error {
+	return settle(ctx, "content "+name, func() error {
+		_, err := r.w.vsc.Get(name)
+		return err
+	})
+}
+
+// settle waits until get finds the object what names in an informer cache,
+// then a moment more (see settleContent).
+func settle(ctx context.Context, what string, get func() error) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := r.w.vsc.Get(name); err == nil {
+		if get() == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("content %s not seen by the informer within 10s", name)
+			return fmt.Errorf("%s not seen by the informer within 10s", what)
 		}
 		select {
 		case <-ctx.Done():
@@ -747,19 +723,25 @@ func (r *run) dynamicContent(ctx context.Context, vs string) (string, error) {
 // cut creates a snapshot directly on the driver, as an admin or a backup
 // tool would before importing it, and returns its id.
 func (r *run) cut(ctx context.Context, name, volume string) (string, error) {
-	conn, err := grpc.NewClient("unix://"+r.drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	snap, err := framework.CutSnapshot(ctx, r.drv.Socket, name, volume, 20*time.Second)
 	if err != nil {
 		return "", err
+	}
+	r.ids[snap.SnapshotId] = name
+	return snap.SnapshotId, nil
+}
+
+// onDriver calls f with a connection to the run's driver and a deadline of
+// 20s: what an admin's tool does directly on the backend.
+func (r *run) onDriver(ctx context.Context, f func(context.Context, *grpc.ClientConn) error) error {
+	conn, err := framework.DialDriver(r.drv.Socket)
+	if err != nil {
+		return err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	resp, err := csipb.NewControllerClient(conn).CreateSnapshot(ctx, &csipb.CreateSnapshotRequest{Name: name, SourceVolumeId: volume})
-	if err != nil {
-		return "", fmt.Errorf("CreateSnapshot %s on the driver: %w", name, err)
-	}
-	r.ids[resp.Snapshot.SnapshotId] = name
-	return resp.Snapshot.SnapshotId, nil
+	return f(ctx, conn)
 }
 
 // setFaults replaces the driver's faults (the reported size stays).
@@ -784,18 +766,29 @@ func (r *run) node(ctx context.Context, name string, labels map[string]string) e
 
 // ---- conditions for Until ----
 
-func vsReady(name string) func(*run, *obs) bool {
-	return func(_ *run, o *obs) bool {
-		v := o.vs[name]
-		return v != nil && v.Status != nil && v.Status.ReadyToUse != nil && *v.Status.ReadyToUse
+// snapStatus is what the conditions read of the status of a snapshot or a
+// group snapshot: the zero value while either is missing.
+type snapStatus struct {
+	readyToUse *bool
+	err        *snapv1.VolumeSnapshotError
+}
+
+func vsStatus(v *snapv1.VolumeSnapshot) snapStatus {
+	if v == nil || v.Status == nil {
+		return snapStatus{}
 	}
+	return snapStatus{v.Status.ReadyToUse, v.Status.Error}
+}
+
+func (s snapStatus) ready() bool  { return s.readyToUse != nil && *s.readyToUse }
+func (s snapStatus) failed() bool { return s.err != nil }
+
+func vsReady(name string) func(*run, *obs) bool {
+	return func(_ *run, o *obs) bool { return vsStatus(o.vs[name]).ready() }
 }
 
 func vsError(name string) func(*run, *obs) bool {
-	return func(_ *run, o *obs) bool {
-		v := o.vs[name]
-		return v != nil && v.Status != nil && v.Status.Error != nil
-	}
+	return func(_ *run, o *obs) bool { return vsStatus(o.vs[name]).failed() }
 }
 
 func vsGone(name string) func(*run, *obs) bool {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -32,11 +31,7 @@ func TestAPIServerRestarts(t *testing.T) {
 	if sz.full {
 		n, restarts = 200, 8
 	}
-	slow := []framework.FaultRule{
-		{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-	}
-	s := privateScenario(t, slow)
+	s := privateScenario(t, slowCalls(300*time.Millisecond, "", snapshotCalls...))
 	w := newWorld(s)
 	s.Ctrl = s.StartController(t, append(s.Args, "--retry-interval-max=2s")...)
 	w.addController(s.Ctrl)

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -67,21 +66,18 @@ func TestGroupKills(t *testing.T) {
 // call slowed, and for groups picked by the first digit of their UID,
 // lost replies, refused calls and "not ready" answers.
 func groupFaults(creates, deletes int) []framework.FaultRule {
-	return []framework.FaultRule{
-		{Method: groupCalls[0], Latency: csitest.Duration(400 * time.Millisecond)},
-		{Method: groupCalls[1], Latency: csitest.Duration(400 * time.Millisecond)},
-		{Method: groupCalls[0], Match: "groupsnapshot-[0-4]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-		{Method: groupCalls[1], Match: "groupsnapshot-[0-4]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-		// Replies lost after the driver cut or deleted the group.
-		{Method: groupCalls[0], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, creates/5), Message: "reply lost"},
-		{Method: groupCalls[1], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, deletes/5), Message: "reply lost"},
-		// Calls refused before they reach the backend.
-		{Method: groupCalls[0], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, creates/5), Message: "driver busy"},
-		{Method: groupCalls[1], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, deletes/5), Message: "driver busy"},
-		// Groups cut but not ready at first.
-		{Method: groupCalls[0], Match: "groupsnapshot-[b-d]*", NotReady: 1},
-		{Method: "GetVolumeGroupSnapshot", Match: "groupsnapshot-[b-d]*", NotReady: 2},
-	}
+	return slices.Concat(slowCalls(400*time.Millisecond, "", groupCalls...),
+		slowCalls(1500*time.Millisecond, "groupsnapshot-[0-4]*", groupCalls...), []framework.FaultRule{
+			// Replies lost after the driver cut or deleted the group.
+			{Method: groupCalls[0], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, creates/5), Message: "reply lost"},
+			{Method: groupCalls[1], Match: "groupsnapshot-[5-7]*", Code: "DeadlineExceeded", AfterCall: true, Times: max(2, deletes/5), Message: "reply lost"},
+			// Calls refused before they reach the backend.
+			{Method: groupCalls[0], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, creates/5), Message: "driver busy"},
+			{Method: groupCalls[1], Match: "groupsnapshot-[89a]*", Code: "Unavailable", Times: max(2, deletes/5), Message: "driver busy"},
+			// Groups cut but not ready at first.
+			{Method: groupCalls[0], Match: "groupsnapshot-[b-d]*", NotReady: 1},
+			{Method: "GetVolumeGroupSnapshot", Match: "groupsnapshot-[b-d]*", NotReady: 2},
+		})
 }
 
 // logGroupCalls logs the driver's group calls of a scenario begun at start.
@@ -233,20 +229,14 @@ func (g *groupLedger) checkInvariants(t *testing.T, apps map[string][]string, ti
 		if err != nil {
 			return false, err
 		}
-		have := map[string]*groupv1.VolumeGroupSnapshot{}
-		for i := range groups.Items {
-			have[groups.Items[i].Name] = &groups.Items[i]
-		}
+		have := itemsByName(groups.Items)
 		members := map[string][]*snapv1.VolumeSnapshot{}
 		for i := range snaps.Items {
 			if owner := snapshot.GroupOwner(&snaps.Items[i]); owner != "" {
 				members[owner] = append(members[owner], &snaps.Items[i])
 			}
 		}
-		haveContent := map[string]*groupv1.VolumeGroupSnapshotContent{}
-		for i := range gcs.Items {
-			haveContent[gcs.Items[i].Name] = &gcs.Items[i]
-		}
+		haveContent := itemsByName(gcs.Items)
 		var problems []string
 		for _, name := range live {
 			vgs := have[name]

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"testing"
@@ -26,17 +25,7 @@ func TestGroupLeaderKill(t *testing.T) {
 	r := newReplicas(t, s, w)
 
 	apps := g.claims(t, rng, 3)
-	wl := g.workload(creates, deletes)
-	wl.Pause = time.Duration(kills) * 20 * time.Second / time.Duration(wl.ops())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	start := time.Now()
-	loadDone := wl.start(ctx, w, child(rng), slices.Sorted(maps.Keys(apps)))
-	takeovers := r.killLeaders(t, rng, kills, wl, groupCalls)
-	if err := <-loadDone; err != nil {
-		t.Fatalf("workload: %v", err)
-	}
-	t.Logf("workload of %d operations in %v; takeovers %v", wl.ops(), time.Since(start).Round(time.Millisecond), takeovers)
+	start := r.killLeadersDuring(t, rng, kills, g.workload(creates, deletes), slices.Sorted(maps.Keys(apps)), groupCalls)
 	g.checkInvariants(t, apps, 3*time.Minute)
 	w.checkInvariants(t, 2*time.Minute)
 	noPhantoms(t, r.leader)

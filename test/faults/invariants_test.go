@@ -16,9 +16,6 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,7 +124,7 @@ func atoi(s string) int {
 // has handed out id top.
 func burnIDs(t *testing.T, socket string, top int) {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := framework.DialDriver(socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,14 +182,8 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 		if err != nil {
 			return false, err
 		}
-		have := map[string]*snapv1.VolumeSnapshot{}
-		for i := range vsList.Items {
-			have[vsList.Items[i].Name] = &vsList.Items[i]
-		}
-		haveContent := map[string]*snapv1.VolumeSnapshotContent{}
-		for i := range contents.Items {
-			haveContent[contents.Items[i].Name] = &contents.Items[i]
-		}
+		have := itemsByName(vsList.Items)
+		haveContent := itemsByName(contents.Items)
 		var problems []string
 		for _, name := range live {
 			vs := have[name]
@@ -241,6 +232,18 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 	w.checkNoPanics(t)
 	t.Logf("invariants checked in %v: %d live snapshots ready, %d deleted ones gone, %d backend snapshots lost to driver restarts",
 		time.Since(start).Round(time.Millisecond), len(live), len(gone), len(lost))
+}
+
+// itemsByName indexes the items of a list by name.
+func itemsByName[T any, P interface {
+	*T
+	GetName() string
+}](items []T) map[string]*T {
+	m := make(map[string]*T, len(items))
+	for i := range items {
+		m[P(&items[i]).GetName()] = &items[i]
+	}
+	return m
 }
 
 // split returns the names in uids, sorted: those not deleted (live), and

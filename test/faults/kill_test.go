@@ -29,12 +29,8 @@ func TestControllerKills(t *testing.T) {
 func testKills(t *testing.T, split bool) {
 	rng := newRand(t)
 	sz := runSizes()
-	slow := []framework.FaultRule{
-		{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		{Method: "CreateSnapshot", Match: "snapshot-[0-3]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-		{Method: "DeleteSnapshot", Match: "snapshot-[0-3]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-	}
+	slow := slices.Concat(slowCalls(300*time.Millisecond, "", snapshotCalls...),
+		slowCalls(1500*time.Millisecond, "snapshot-[0-3]*", snapshotCalls...))
 	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: slow})
 	w := newWorld(s)
 	common := []string{"--retry-interval-max=2s"}
@@ -69,6 +65,16 @@ func testKills(t *testing.T, split bool) {
 
 // snapshotCalls are the driver calls that cut and delete snapshots.
 var snapshotCalls = []string{"CreateSnapshot", "DeleteSnapshot"}
+
+// slowCalls makes each of the driver's methods take latency, for the
+// snapshots whose name matches match ("" for every snapshot).
+func slowCalls(latency time.Duration, match string, methods ...string) []framework.FaultRule {
+	var rules []framework.FaultRule
+	for _, m := range methods {
+		rules = append(rules, framework.FaultRule{Method: m, Match: match, Latency: csitest.Duration(latency)})
+	}
+	return rules
+}
 
 // killer SIGKILLs controller processes at random moments while a workload
 // runs, and starts each again at once.

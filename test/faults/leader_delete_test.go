@@ -30,9 +30,7 @@ func TestLeaderKillDuringDeletes(t *testing.T) {
 		{Method: "DeleteSnapshot", Latency: csitest.Duration(200 * time.Millisecond)},
 		{Method: "CreateSnapshot", Match: "snapshot-[0-7]*", Latency: csitest.Duration(1500 * time.Millisecond)},
 	}
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: slow})
-	w := newWorld(s)
-	r := newReplicas(t, s, w)
+	s, w, r := replicaScenario(t, slow)
 	claims := (&workload{Claims: 3}).claims(t, s)
 	ctx := context.Background()
 

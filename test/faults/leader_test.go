@@ -11,7 +11,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -54,28 +53,11 @@ func TestLeaderKill(t *testing.T) {
 	if sz.full {
 		n, kills = 150, 3
 	}
-	slow := []framework.FaultRule{
-		{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		{Method: "CreateSnapshot", Match: "snapshot-[0-3]*", Latency: csitest.Duration(1500 * time.Millisecond)},
-	}
-	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: slow})
-	w := newWorld(s)
-	r := newReplicas(t, s, w)
+	s, w, r := replicaScenario(t, append(slowCalls(300*time.Millisecond, "", snapshotCalls...),
+		slowCalls(1500*time.Millisecond, "snapshot-[0-3]*", "CreateSnapshot")...))
 
 	wl := &workload{Creates: n + max(3, n/10), Deletes: n, Claims: 5}
-	wl.Pause = time.Duration(kills) * 20 * time.Second / time.Duration(wl.ops())
-	claims := wl.claims(t, s)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	begin := time.Now()
-	loadDone := wl.start(ctx, w, child(rng), claims)
-
-	takeovers := r.killLeaders(t, rng, kills, wl, snapshotCalls)
-	if err := <-loadDone; err != nil {
-		t.Fatalf("workload: %v", err)
-	}
-	t.Logf("workload of %d operations in %v; takeovers %v", wl.ops(), time.Since(begin).Round(time.Millisecond), takeovers)
+	r.killLeadersDuring(t, rng, kills, wl, wl.claims(t, s), snapshotCalls)
 	w.checkInvariants(t, 2*time.Minute)
 	noPhantoms(t, r.leader)
 	r.checkLeader(t, "at the end")

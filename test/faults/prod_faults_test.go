@@ -12,7 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 	"github.com/snapkeeper/snapkeeper/test/framework/faultproxy"
 )
@@ -214,9 +213,22 @@ func injectDuring(t *testing.T, rng *rand.Rand, g *prodRig, wl *workload, claims
 	}
 }
 
-var prodSlowDriver = []framework.FaultRule{
-	{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-	{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
+var prodSlowDriver = slowCalls(300*time.Millisecond, "", snapshotCalls...)
+
+// runProdSteps runs the steps' faults (runFaults) on every pairing's
+// production plane with prodSlowDriver, during a workload of n operations
+// spread over span (short: 16, full: 120).
+func runProdSteps(t *testing.T, span time.Duration, steps ...step) {
+	t.Helper()
+	eachPair(t, func(t *testing.T, pair string) {
+		rng := newRand(t)
+		n := 16
+		if runSizes().full {
+			n = 120
+		}
+		g := newProdRig(t, rng, pair, prodSlowDriver)
+		runFaults(t, rng, g, g.workload(n+3, n, 4, span), steps...)
+	})
 }
 
 // TestProdEtcdFaults: during creates and deletes the etcd leader is
@@ -225,16 +237,8 @@ var prodSlowDriver = []framework.FaultRule{
 // regained. Replicas that lose their Leases meanwhile exit and are started
 // again.
 func TestProdEtcdFaults(t *testing.T) {
-	eachPair(t, func(t *testing.T, pair string) {
-		rng := newRand(t)
-		n := 16
-		if runSizes().full {
-			n = 120
-		}
-		g := newProdRig(t, rng, pair, prodSlowDriver)
-		runFaults(t, rng, g, g.workload(n+3, n, 4, 70*time.Second),
-			step{"etcd leader killed", 4 * time.Second}, step{"etcd member partitioned", 10 * time.Second}, step{"etcd quorum lost", 20 * time.Second})
-	})
+	runProdSteps(t, 70*time.Second,
+		step{"etcd leader killed", 4 * time.Second}, step{"etcd member partitioned", 10 * time.Second}, step{"etcd quorum lost", 20 * time.Second})
 }
 
 // TestProdAPIServerFaults: the leader's API server slow (p99 above 5 s),
@@ -242,32 +246,16 @@ func TestProdEtcdFaults(t *testing.T) {
 // then watch expiry: a seat cut off while etcd is compacted resumes its
 // watches from a compacted revision.
 func TestProdAPIServerFaults(t *testing.T) {
-	eachPair(t, func(t *testing.T, pair string) {
-		rng := newRand(t)
-		n := 16
-		if runSizes().full {
-			n = 120
-		}
-		g := newProdRig(t, rng, pair, prodSlowDriver)
-		runFaults(t, rng, g, g.workload(n+3, n, 4, 60*time.Second),
-			step{"leader API server slow", 15 * time.Second}, step{"API connections reset every few seconds", 15 * time.Second}, step{"watch expiry", 5 * time.Second})
-	})
+	runProdSteps(t, 60*time.Second,
+		step{"leader API server slow", 15 * time.Second}, step{"API connections reset every few seconds", 15 * time.Second}, step{"watch expiry", 5 * time.Second})
 }
 
 // TestProdDriverFaults: the leader's driver connection hangs (open, no
 // answers) and recovers, then its replies are lost (the driver acts, the
 // answers never arrive) and the connection is reset.
 func TestProdDriverFaults(t *testing.T) {
-	eachPair(t, func(t *testing.T, pair string) {
-		rng := newRand(t)
-		n := 16
-		if runSizes().full {
-			n = 120
-		}
-		g := newProdRig(t, rng, pair, prodSlowDriver)
-		runFaults(t, rng, g, g.workload(n+3, n, 4, 50*time.Second),
-			step{"driver hangs", 15 * time.Second}, step{"driver replies lost", 10 * time.Second})
-	})
+	runProdSteps(t, 50*time.Second,
+		step{"driver hangs", 15 * time.Second}, step{"driver replies lost", 10 * time.Second})
 }
 
 // TestProdTwoFaults draws two faults at a time from the catalogue and lets

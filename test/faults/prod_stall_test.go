@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snapkeeper/snapkeeper/pkg/csi/csitest"
-	"github.com/snapkeeper/snapkeeper/test/framework"
 	"github.com/snapkeeper/snapkeeper/test/framework/faultproxy"
 )
 
@@ -27,11 +25,7 @@ func TestProdLeaderStall(t *testing.T) {
 		if runSizes().full {
 			n, stalls = 120, 4
 		}
-		slow := []framework.FaultRule{
-			{Method: "CreateSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-			{Method: "DeleteSnapshot", Latency: csitest.Duration(300 * time.Millisecond)},
-		}
-		g := newProdRig(t, rng, pair, slow)
+		g := newProdRig(t, rng, pair, prodSlowDriver)
 		wl := g.workload(n+3, n, 4, time.Duration(stalls)*50*time.Second)
 		claims := wl.claims(t, g.s)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -24,6 +26,15 @@ type replicas struct {
 	leaderID, standbyID []string
 }
 
+// replicaScenario is a scenario of driver faults without a controller,
+// its world, and two replicas in it.
+func replicaScenario(t *testing.T, faults []framework.FaultRule) (*framework.Scenario, *world, *replicas) {
+	t.Helper()
+	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "faults", NoController: true, Faults: faults})
+	w := newWorld(s)
+	return s, w, newReplicas(t, s, w)
+}
+
 func newReplicas(t *testing.T, s *framework.Scenario, w *world) *replicas {
 	t.Helper()
 	r := &replicas{s: s, w: w, leases: []string{binderLease, snapshot.CSILeaseName(s.Drv.Name)}}
@@ -43,6 +54,25 @@ func (r *replicas) start(t *testing.T) (*framework.Component, []string) {
 	c := r.s.StartController(t, r.args...)
 	r.w.addController(c)
 	return c, []string{identityOf(t, c, r.leases[0]), identityOf(t, c, r.leases[1])}
+}
+
+// killLeadersDuring runs wl on the claims (or applications) and meanwhile
+// SIGKILLs the leader kills times (killLeaders), the workload paced to
+// last 20 s per kill; it returns when the workload is done, with the time
+// it started.
+func (r *replicas) killLeadersDuring(t *testing.T, rng *rand.Rand, kills int, wl *workload, claims, calls []string) time.Time {
+	t.Helper()
+	wl.Pause = time.Duration(kills) * 20 * time.Second / time.Duration(wl.ops())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	loadDone := wl.start(ctx, r.w, child(rng), claims)
+	takeovers := r.killLeaders(t, rng, kills, wl, calls)
+	if err := <-loadDone; err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	t.Logf("workload of %d operations in %v; takeovers %v", wl.ops(), time.Since(start).Round(time.Millisecond), takeovers)
+	return start
 }
 
 // checkLeader fails the test unless the leader holds both Leases.

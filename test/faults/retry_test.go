@@ -100,48 +100,17 @@ func (w *world) removeRetry(ctx context.Context, name string) error {
 	}
 }
 
-// runRetrying is workload.run with createRetry and removeRetry: a
+// runRetrying starts the workload with createRetry and removeRetry: a
 // workload that goes on through API server restarts. Each delete holds
 // gate for reading, so the test can hold deletes back for a while.
 func (wl *workload) runRetrying(ctx context.Context, w *world, rng *rand.Rand, claims []string, gate *sync.RWMutex) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		var alive []string
-		created, deleted := 0, 0
-		for created < wl.Creates || deleted < wl.Deletes {
-			leftC, leftD := wl.Creates-created, wl.Deletes-deleted
-			if leftD == 0 || len(alive) == 0 || (leftC > 0 && rng.IntN(leftC+leftD) < leftC) {
-				name := fmt.Sprintf("snap-%04d", created)
-				if err := w.createRetry(ctx, name, claims[rng.IntN(len(claims))]); err != nil {
-					done <- err
-					return
-				}
-				alive = append(alive, name)
-				created++
-			} else {
-				i := rng.IntN(len(alive))
-				name := alive[i]
-				alive = append(alive[:i], alive[i+1:]...)
-				gate.RLock()
-				err := w.removeRetry(ctx, name)
-				gate.RUnlock()
-				if err != nil {
-					done <- err
-					return
-				}
-				deleted++
-			}
-			wl.done.Add(1)
-			select {
-			case <-time.After(time.Duration(rng.Int64N(int64(2*wl.Pause) + 1))):
-			case <-ctx.Done():
-				done <- ctx.Err()
-				return
-			}
-		}
-		done <- nil
-	}()
-	return done
+	wl.Create = w.createRetry
+	wl.Remove = func(ctx context.Context, name string) error {
+		gate.RLock()
+		defer gate.RUnlock()
+		return w.removeRetry(ctx, name)
+	}
+	return wl.start(ctx, w, rng, claims)
 }
 
 // probeReady creates VolumeSnapshot name (kept: the invariants expect it

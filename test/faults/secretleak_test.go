@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -183,18 +180,11 @@ func createPreProvisioned(t *testing.T, w *world, name, id string) {
 // for a pre-provisioned content, and returns its id.
 func cutDirect(t *testing.T, socket, name string) string {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := csipb.NewControllerClient(conn).CreateSnapshot(ctx, &csipb.CreateSnapshotRequest{Name: name, SourceVolumeId: "vol-" + name})
+	snap, err := framework.CutSnapshot(context.Background(), socket, name, "vol-"+name, 30*time.Second)
 	if err != nil {
 		t.Fatalf("cutting a backend snapshot: %v", err)
 	}
-	return resp.GetSnapshot().GetSnapshotId()
+	return snap.GetSnapshotId()
 }
 
 // secretKeysByMethod lists the secret keys each CSI method received.

@@ -1,9 +1,7 @@
 package faults
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -15,9 +13,7 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/pkg/memlimit"
@@ -237,52 +233,17 @@ func (g *wellBehaved) firstErrors() []string {
 	return slices.Clone(g.errs)
 }
 
-// classReview is the AdmissionReview the API server sends for the create
-// of a class named name, invalid or not.
-func classReview(name string, invalid bool) ([]byte, error) {
+// reviewOnce sends one class review straight to the webhook and checks
+// the verdict.
+func reviewOnce(ctx context.Context, hc *http.Client, wh *framework.Webhook, name string, invalid bool) error {
 	driver := goodDriver
 	if invalid {
 		driver = badDriver
 	}
-	obj, err := json.Marshal(framework.SnapshotClass(name, driver, snapv1.VolumeSnapshotContentDelete, false))
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID("uid-" + name),
-			Kind:      metav1.GroupVersionKind{Group: snapv1.GroupName, Version: "v1", Kind: "VolumeSnapshotClass"},
-			Resource:  metav1.GroupVersionResource{Group: snapv1.GroupName, Version: "v1", Resource: "volumesnapshotclasses"},
-			Name:      name,
-			Operation: admissionv1.Create,
-			Object:    runtime.RawExtension{Raw: obj},
-		},
-	})
-}
-
-// reviewOnce sends one class review straight to the webhook and checks
-// the verdict.
-func reviewOnce(ctx context.Context, hc *http.Client, wh *framework.Webhook, name string, invalid bool) error {
-	body, err := classReview(name, invalid)
+	r, err := framework.ReviewClass(ctx, hc, wh.Addr, types.UID("uid-"+name), framework.SnapshotClass(name, driver, snapv1.VolumeSnapshotContentDelete, false))
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+wh.Addr+"/validate/volumesnapshotclasses", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("review of %s: %w", name, err)
-	}
-	defer resp.Body.Close()
-	var out admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
-		return fmt.Errorf("review of %s: status %s, answer not a review: %v", name, resp.Status, err)
-	}
-	r := out.Response
 	switch {
 	case string(r.UID) != "uid-"+name:
 		return fmt.Errorf("review of %s: answered with UID %q", name, r.UID)

@@ -34,13 +34,49 @@ func wrongKind(opt string, o metav1.Object) {
 	panic(fmt.Sprintf("option %s does not apply to %T", opt, o))
 }
 
+// must is o as the kind T that option opt applies to.
+func must[T metav1.Object](opt string, o metav1.Object) T {
+	t, ok := o.(T)
+	if !ok {
+		wrongKind(opt, o)
+	}
+	return t
+}
+
+// withDefaults puts DefaultDriver and the Delete policy, which every class
+// and content kind starts with, before opts.
+func withDefaults(opts []Opt) []Opt {
+	return append([]Opt{WithDriver(DefaultDriver), WithPolicy(snapv1.VolumeSnapshotContentDelete)}, opts...)
+}
+
+// classFields are the fields that the class and content kinds, single and
+// group, have in common; params is nil for a content.
+func classFields(opt string, o metav1.Object) (driver *string, policy *snapv1.DeletionPolicy, params *map[string]string) {
+	switch o := o.(type) {
+	case *snapv1.VolumeSnapshotClass:
+		return &o.Driver, &o.DeletionPolicy, &o.Parameters
+	case *snapv1.VolumeSnapshotContent:
+		return &o.Spec.Driver, &o.Spec.DeletionPolicy, nil
+	case *groupv1.VolumeGroupSnapshotClass:
+		return &o.Driver, &o.DeletionPolicy, &o.Parameters
+	case *groupv1.VolumeGroupSnapshotContent:
+		return &o.Spec.Driver, &o.Spec.DeletionPolicy, nil
+	}
+	wrongKind(opt, o)
+	return nil, nil, nil
+}
+
 // NewClass returns a Delete-policy class of DefaultDriver.
 func NewClass(name string, opts ...Opt) *snapv1.VolumeSnapshotClass {
-	return apply(&snapv1.VolumeSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: name},
-		Driver:         DefaultDriver,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, opts)
+	return apply(&snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}}, withDefaults(opts))
+}
+
+// Preset returns a builder of newObj(name, preset..., opts...): the
+// objects of a table that vary one base object.
+func Preset[T metav1.Object](newObj func(string, ...Opt) T, name string, preset ...Opt) func(...Opt) T {
+	return func(opts ...Opt) T {
+		return newObj(name, append(append([]Opt{}, preset...), opts...)...)
+	}
 }
 
 // NewSnapshot returns a snapshot with no source: add FromPVC or FromContent.
@@ -53,13 +89,7 @@ func NewSnapshot(namespace, name string, opts ...Opt) *snapv1.VolumeSnapshot {
 // NewContent returns a Delete-policy content of DefaultDriver with no source
 // and no snapshot reference.
 func NewContent(name string, opts ...Opt) *snapv1.VolumeSnapshotContent {
-	return apply(&snapv1.VolumeSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: snapv1.VolumeSnapshotContentSpec{
-			Driver:         DefaultDriver,
-			DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-		},
-	}, opts)
+	return apply(&snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: name}}, withDefaults(opts))
 }
 
 // NewPVC returns a 1Gi claim without data source.
@@ -124,49 +154,24 @@ func AsDefault() Opt { return WithAnnotation(snapshot.AnnDefaultClass, "true") }
 // WithDriver sets the driver of a class or content of either kind.
 func WithDriver(d string) Opt {
 	return func(o metav1.Object) {
-		switch o := o.(type) {
-		case *snapv1.VolumeSnapshotClass:
-			o.Driver = d
-		case *snapv1.VolumeSnapshotContent:
-			o.Spec.Driver = d
-		case *groupv1.VolumeGroupSnapshotClass:
-			o.Driver = d
-		case *groupv1.VolumeGroupSnapshotContent:
-			o.Spec.Driver = d
-		default:
-			wrongKind("WithDriver", o)
-		}
+		driver, _, _ := classFields("WithDriver", o)
+		*driver = d
 	}
 }
 
 // WithPolicy sets the deletion policy of a class or content.
 func WithPolicy(p snapv1.DeletionPolicy) Opt {
 	return func(o metav1.Object) {
-		switch o := o.(type) {
-		case *snapv1.VolumeSnapshotClass:
-			o.DeletionPolicy = p
-		case *snapv1.VolumeSnapshotContent:
-			o.Spec.DeletionPolicy = p
-		case *groupv1.VolumeGroupSnapshotClass:
-			o.DeletionPolicy = p
-		case *groupv1.VolumeGroupSnapshotContent:
-			o.Spec.DeletionPolicy = p
-		default:
-			wrongKind("WithPolicy", o)
-		}
+		_, policy, _ := classFields("WithPolicy", o)
+		*policy = p
 	}
 }
 
 // WithParam sets a class parameter.
 func WithParam(key, value string) Opt {
 	return func(o metav1.Object) {
-		var params *map[string]string
-		switch o := o.(type) {
-		case *snapv1.VolumeSnapshotClass:
-			params = &o.Parameters
-		case *groupv1.VolumeGroupSnapshotClass:
-			params = &o.Parameters
-		default:
+		_, _, params := classFields("WithParam", o)
+		if params == nil {
 			wrongKind("WithParam", o)
 		}
 		if *params == nil {
@@ -196,18 +201,22 @@ func WithClass(name string) Opt {
 
 // FromPVC makes a snapshot cut from a claim.
 func FromPVC(name string) Opt {
-	return func(o metav1.Object) { mustSnapshot("FromPVC", o).Spec.Source.PersistentVolumeClaimName = &name }
+	return func(o metav1.Object) {
+		must[*snapv1.VolumeSnapshot]("FromPVC", o).Spec.Source.PersistentVolumeClaimName = &name
+	}
 }
 
 // FromContent makes a snapshot bind a pre-provisioned content.
 func FromContent(name string) Opt {
-	return func(o metav1.Object) { mustSnapshot("FromContent", o).Spec.Source.VolumeSnapshotContentName = &name }
+	return func(o metav1.Object) {
+		must[*snapv1.VolumeSnapshot]("FromContent", o).Spec.Source.VolumeSnapshotContentName = &name
+	}
 }
 
 // Ready gives a snapshot a ready status bound to content with restoreSize.
 func Ready(restoreSize, content string) Opt {
 	return func(o metav1.Object) {
-		s := mustSnapshot("Ready", o)
+		s := must[*snapv1.VolumeSnapshot]("Ready", o)
 		size, ready := resource.MustParse(restoreSize), true
 		s.Status = &snapv1.VolumeSnapshotStatus{
 			BoundVolumeSnapshotContentName: &content, ReadyToUse: &ready, RestoreSize: &size,
@@ -215,36 +224,24 @@ func Ready(restoreSize, content string) Opt {
 	}
 }
 
-func mustSnapshot(opt string, o metav1.Object) *snapv1.VolumeSnapshot {
-	s, ok := o.(*snapv1.VolumeSnapshot)
-	if !ok {
-		wrongKind(opt, o)
-	}
-	return s
-}
-
-func mustContent(opt string, o metav1.Object) *snapv1.VolumeSnapshotContent {
-	c, ok := o.(*snapv1.VolumeSnapshotContent)
-	if !ok {
-		wrongKind(opt, o)
-	}
-	return c
-}
-
 // WithVolumeHandle makes a dynamic content of a volume.
 func WithVolumeHandle(h string) Opt {
-	return func(o metav1.Object) { mustContent("WithVolumeHandle", o).Spec.Source.VolumeHandle = &h }
+	return func(o metav1.Object) {
+		must[*snapv1.VolumeSnapshotContent]("WithVolumeHandle", o).Spec.Source.VolumeHandle = &h
+	}
 }
 
 // WithSnapshotHandle makes a pre-provisioned content of a backend snapshot.
 func WithSnapshotHandle(h string) Opt {
-	return func(o metav1.Object) { mustContent("WithSnapshotHandle", o).Spec.Source.SnapshotHandle = &h }
+	return func(o metav1.Object) {
+		must[*snapv1.VolumeSnapshotContent]("WithSnapshotHandle", o).Spec.Source.SnapshotHandle = &h
+	}
 }
 
 // BoundTo points a content at a snapshot; uid may be empty.
 func BoundTo(namespace, name string, uid types.UID) Opt {
 	return func(o metav1.Object) {
-		mustContent("BoundTo", o).Spec.VolumeSnapshotRef = corev1.ObjectReference{
+		must[*snapv1.VolumeSnapshotContent]("BoundTo", o).Spec.VolumeSnapshotRef = corev1.ObjectReference{
 			Kind: snapshot.KindSnapshot, APIVersion: snapshot.GroupName + "/v1",
 			Namespace: namespace, Name: name, UID: uid,
 		}
@@ -253,39 +250,33 @@ func BoundTo(namespace, name string, uid types.UID) Opt {
 
 // WithSourceMode sets the sourceVolumeMode of a content.
 func WithSourceMode(m corev1.PersistentVolumeMode) Opt {
-	return func(o metav1.Object) { mustContent("WithSourceMode", o).Spec.SourceVolumeMode = &m }
-}
-
-func mustPVC(opt string, o metav1.Object) *corev1.PersistentVolumeClaim {
-	c, ok := o.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		wrongKind(opt, o)
+	return func(o metav1.Object) {
+		must[*snapv1.VolumeSnapshotContent]("WithSourceMode", o).Spec.SourceVolumeMode = &m
 	}
-	return c
 }
 
 // WithSize sets the storage request of a claim.
 func WithSize(q string) Opt {
 	return func(o metav1.Object) {
-		mustPVC("WithSize", o).Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(q)
+		must[*corev1.PersistentVolumeClaim]("WithSize", o).Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(q)
 	}
 }
 
 // WithMode sets the volumeMode of a claim.
 func WithMode(m corev1.PersistentVolumeMode) Opt {
-	return func(o metav1.Object) { mustPVC("WithMode", o).Spec.VolumeMode = &m }
+	return func(o metav1.Object) { must[*corev1.PersistentVolumeClaim]("WithMode", o).Spec.VolumeMode = &m }
 }
 
 // BoundToPV binds a claim to a volume.
 func BoundToPV(pv string) Opt {
-	return func(o metav1.Object) { mustPVC("BoundToPV", o).Spec.VolumeName = pv }
+	return func(o metav1.Object) { must[*corev1.PersistentVolumeClaim]("BoundToPV", o).Spec.VolumeName = pv }
 }
 
 // WithDataSource sets spec.dataSource, and mirrors it into dataSourceRef as
 // the API server does.
 func WithDataSource(group, kind, name string) Opt {
 	return func(o metav1.Object) {
-		c := mustPVC("WithDataSource", o)
+		c := must[*corev1.PersistentVolumeClaim]("WithDataSource", o)
 		c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: groupPtr(group), Kind: kind, Name: name}
 		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: groupPtr(group), Kind: kind, Name: name}
 	}
@@ -295,7 +286,7 @@ func WithDataSource(group, kind, name string) Opt {
 // the API server, it mirrors a reference without namespace into dataSource.
 func WithDataSourceRef(group, kind, name, namespace string) Opt {
 	return func(o metav1.Object) {
-		c := mustPVC("WithDataSourceRef", o)
+		c := must[*corev1.PersistentVolumeClaim]("WithDataSourceRef", o)
 		c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: groupPtr(group), Kind: kind, Name: name}
 		if namespace != "" {
 			c.Spec.DataSourceRef.Namespace = &namespace

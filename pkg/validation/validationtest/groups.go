@@ -2,7 +2,6 @@ package validationtest
 
 import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,11 +12,7 @@ import (
 // NewGroupClass returns a Delete-policy VolumeGroupSnapshotClass of
 // DefaultDriver.
 func NewGroupClass(name string, opts ...Opt) *groupv1.VolumeGroupSnapshotClass {
-	return apply(&groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: name},
-		Driver:         DefaultDriver,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, opts)
+	return apply(&groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}}, withDefaults(opts))
 }
 
 // AsGroupDefault marks a group class as the default of its driver.
@@ -31,14 +26,6 @@ func NewGroupSnapshot(namespace, name string, opts ...Opt) *groupv1.VolumeGroupS
 	}, opts)
 }
 
-func mustGroup(opt string, o metav1.Object) *groupv1.VolumeGroupSnapshot {
-	g, ok := o.(*groupv1.VolumeGroupSnapshot)
-	if !ok {
-		wrongKind(opt, o)
-	}
-	return g
-}
-
 // Selecting makes a group select the claims labelled key=value.
 func Selecting(key, value string) Opt {
 	return WithSelector(&metav1.LabelSelector{MatchLabels: map[string]string{key: value}})
@@ -46,34 +33,20 @@ func Selecting(key, value string) Opt {
 
 // WithSelector sets the selector of a group.
 func WithSelector(s *metav1.LabelSelector) Opt {
-	return func(o metav1.Object) { mustGroup("WithSelector", o).Spec.Source.Selector = s }
+	return func(o metav1.Object) { must[*groupv1.VolumeGroupSnapshot]("WithSelector", o).Spec.Source.Selector = s }
 }
 
 // FromGroupContent makes a group bind a pre-provisioned group content.
 func FromGroupContent(name string) Opt {
 	return func(o metav1.Object) {
-		mustGroup("FromGroupContent", o).Spec.Source.VolumeGroupSnapshotContentName = &name
+		must[*groupv1.VolumeGroupSnapshot]("FromGroupContent", o).Spec.Source.VolumeGroupSnapshotContentName = &name
 	}
 }
 
 // NewGroupContent returns a Delete-policy group content of DefaultDriver
 // with no source and no group reference.
 func NewGroupContent(name string, opts ...Opt) *groupv1.VolumeGroupSnapshotContent {
-	return apply(&groupv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: groupv1.VolumeGroupSnapshotContentSpec{
-			Driver:         DefaultDriver,
-			DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-		},
-	}, opts)
-}
-
-func mustGroupContent(opt string, o metav1.Object) *groupv1.VolumeGroupSnapshotContent {
-	c, ok := o.(*groupv1.VolumeGroupSnapshotContent)
-	if !ok {
-		wrongKind(opt, o)
-	}
-	return c
+	return apply(&groupv1.VolumeGroupSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: name}}, withDefaults(opts))
 }
 
 // WithVolumeHandles makes a dynamic group content of volumes; no handles
@@ -82,13 +55,15 @@ func WithVolumeHandles(h ...string) Opt {
 	if h == nil {
 		h = []string{}
 	}
-	return func(o metav1.Object) { mustGroupContent("WithVolumeHandles", o).Spec.Source.VolumeHandles = h }
+	return func(o metav1.Object) {
+		must[*groupv1.VolumeGroupSnapshotContent]("WithVolumeHandles", o).Spec.Source.VolumeHandles = h
+	}
 }
 
 // WithGroupHandles makes a pre-provisioned group content.
 func WithGroupHandles(group string, snapshots ...string) Opt {
 	return func(o metav1.Object) {
-		mustGroupContent("WithGroupHandles", o).Spec.Source.GroupSnapshotHandles = &groupv1.GroupSnapshotHandles{
+		must[*groupv1.VolumeGroupSnapshotContent]("WithGroupHandles", o).Spec.Source.GroupSnapshotHandles = &groupv1.GroupSnapshotHandles{
 			VolumeGroupSnapshotHandle: group, VolumeSnapshotHandles: snapshots,
 		}
 	}
@@ -97,7 +72,7 @@ func WithGroupHandles(group string, snapshots ...string) Opt {
 // GroupBoundTo points a group content at a group snapshot; uid may be empty.
 func GroupBoundTo(namespace, name string, uid types.UID) Opt {
 	return func(o metav1.Object) {
-		mustGroupContent("GroupBoundTo", o).Spec.VolumeGroupSnapshotRef = corev1.ObjectReference{
+		must[*groupv1.VolumeGroupSnapshotContent]("GroupBoundTo", o).Spec.VolumeGroupSnapshotRef = corev1.ObjectReference{
 			Kind: "VolumeGroupSnapshot", APIVersion: snapshot.GroupSnapshotName + "/v1",
 			Namespace: namespace, Name: name, UID: uid,
 		}
@@ -108,7 +83,7 @@ func GroupBoundTo(namespace, name string, uid types.UID) Opt {
 // controller does.
 func BoundClaim(pv string) Opt {
 	return func(o metav1.Object) {
-		c := mustPVC("BoundClaim", o)
+		c := must[*corev1.PersistentVolumeClaim]("BoundClaim", o)
 		c.Spec.VolumeName = pv
 		c.Status.Phase = corev1.ClaimBound
 	}

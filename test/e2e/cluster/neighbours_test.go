@@ -31,7 +31,7 @@ func TestNeighboursGoneFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The delete needs nothing of the class: the content carries what
-		// DeleteSnapshot needs (#412, #275).
+		// DeleteSnapshot needs (external-snapshotter #412, #275).
 		w.DeleteSnapshot(t, "snap")
 		w.WaitSnapshotGone(t, "snap")
 		w.WaitContentGone(t, content)

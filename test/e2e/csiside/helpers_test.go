@@ -14,8 +14,6 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -63,18 +61,11 @@ func csiName(prefix string, uid string, uuidLength int) string {
 // socket, as a backup tool or an admin would before importing it.
 func (s *setup) cutBackendSnapshot(t *testing.T, name, volume string) *csipb.Snapshot {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+s.Drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	snap, err := framework.CutSnapshot(context.Background(), s.Drv.Socket, name, volume, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := csipb.NewControllerClient(conn).CreateSnapshot(ctx, &csipb.CreateSnapshotRequest{Name: name, SourceVolumeId: volume})
-	if err != nil {
-		t.Fatalf("CreateSnapshot %s on the driver: %v", name, err)
-	}
-	return resp.Snapshot
+	return snap
 }
 
 func beingCreated(c *snapv1.VolumeSnapshotContent) bool {

@@ -10,8 +10,6 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -56,7 +54,7 @@ func TestCSIEndpointOnUnixSocket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	conn, err := grpc.NewClient("unix://"+drv.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := framework.DialDriver(drv.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}

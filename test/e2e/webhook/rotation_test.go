@@ -1,9 +1,7 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,9 +13,7 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -191,40 +187,12 @@ func (w *webhookServer) probeDenied(ctx context.Context, env *framework.Env) err
 // reviewDenied sends the webhook the review of a class with an invalid
 // driver over a new TLS connection; it must be denied, with its UID.
 func (w *webhookServer) reviewDenied(ctx context.Context, name string) error {
-	obj, err := json.Marshal(&snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+	r, err := framework.ReviewClass(ctx, w.client, w.addr, types.UID(name), &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Driver: "not a driver!", DeletionPolicy: snapv1.VolumeSnapshotContentDelete})
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID(name),
-			Kind:      metav1.GroupVersionKind{Group: snapv1.GroupName, Version: "v1", Kind: "VolumeSnapshotClass"},
-			Resource:  metav1.GroupVersionResource{Group: snapv1.GroupName, Version: "v1", Resource: "volumesnapshotclasses"},
-			Name:      name,
-			Operation: admissionv1.Create,
-			Object:    runtime.RawExtension{Raw: obj},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+w.addr+"/validate/volumesnapshotclasses", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("review %s: %w", name, err)
-	}
-	defer resp.Body.Close()
-	var out admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
-		return fmt.Errorf("review %s: status %s, not a review: %v", name, resp.Status, err)
-	}
-	if r := out.Response; r.Allowed || string(r.UID) != name || r.Result == nil || r.Result.Code != http.StatusForbidden {
+	if r.Allowed || string(r.UID) != name || r.Result == nil || r.Result.Code != http.StatusForbidden {
 		return fmt.Errorf("review %s: allowed %v, UID %q, result %+v; want a denial", name, r.Allowed, r.UID, r.Result)
 	}
 	return nil
