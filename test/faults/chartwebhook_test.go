@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	manifests "github.com/snapkeeper/snapkeeper/pkg/manifest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -76,7 +77,7 @@ func registerChartWebhook(t *testing.T, env *framework.Env, wh *framework.Webhoo
 		*cc = admregv1.WebhookClientConfig{URL: &url, CABundle: wh.CA.CertPEM}
 	}
 	var val *admregv1.ValidatingWebhookConfiguration
-	docs, err := framework.YAMLDocuments(manifest)
+	docs, err := manifests.SplitDocuments(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

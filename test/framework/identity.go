@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	manifests "github.com/snapkeeper/snapkeeper/pkg/manifest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,7 @@ func CommunityModuleDir() (string, error) {
 // exist already are left as they are. It returns "namespace/name" of every
 // ServiceAccount in the manifest.
 func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]string, error) {
-	docs, err := YAMLDocuments(manifest)
+	docs, err := manifests.SplitDocuments(manifest)
 	if err != nil {
 		return nil, err
 	}

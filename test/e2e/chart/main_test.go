@@ -27,6 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	manifests "github.com/snapkeeper/snapkeeper/pkg/manifest"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -48,7 +49,7 @@ type rendered struct {
 func parseManifest(t *testing.T, b []byte) *rendered {
 	t.Helper()
 	r := &rendered{}
-	docs, err := framework.YAMLDocuments(b)
+	docs, err := manifests.SplitDocuments(b)
 	if err != nil {
 		t.Fatal(err)
 	}
