@@ -27,10 +27,11 @@ type object interface {
 // subject is a VolumeSnapshot or a VolumeGroupSnapshot.
 type subject interface {
 	object() object
-	errorMessage() string
-	// classProblem reports the reasons of a class that cannot be read or
-	// defaulted: they leave readyToUse as it is, as the community's do.
-	classProblem(reason string) bool
+	// statusError is status.error, or nil.
+	statusError() *snapv1.VolumeSnapshotError
+	// classes are the kind's class rules; their reasons (a class that
+	// cannot be read or defaulted) leave readyToUse as it is.
+	classes() classRules
 	patchStatus(ctx context.Context, w *writer.Writer, fields map[string]any) error
 }
 
@@ -48,15 +49,13 @@ type snapSubject struct{ *snapv1.VolumeSnapshot }
 
 func (s snapSubject) object() object { return s.VolumeSnapshot }
 
-func (s snapSubject) errorMessage() string {
-	if st := s.Status; st != nil && st.Error != nil && st.Error.Message != nil {
-		return *st.Error.Message
-	}
-	return ""
-}
+func (s snapSubject) classes() classRules { return snapshotClasses }
 
-func (s snapSubject) classProblem(reason string) bool {
-	return reason == snapshot.ReasonGetSnapshotClassFailed || reason == snapshot.ReasonSetDefaultSnapshotClassFailed
+func (s snapSubject) statusError() *snapv1.VolumeSnapshotError {
+	if s.Status == nil {
+		return nil
+	}
+	return s.Status.Error
 }
 
 func (s snapSubject) patchStatus(ctx context.Context, w *writer.Writer, fields map[string]any) error {
@@ -68,15 +67,13 @@ type groupSubject struct{ *groupv1.VolumeGroupSnapshot }
 
 func (g groupSubject) object() object { return g.VolumeGroupSnapshot }
 
-func (g groupSubject) errorMessage() string {
-	if st := g.Status; st != nil && st.Error != nil && st.Error.Message != nil {
-		return *st.Error.Message
-	}
-	return ""
-}
+func (g groupSubject) classes() classRules { return groupClasses }
 
-func (g groupSubject) classProblem(reason string) bool {
-	return reason == snapshot.ReasonGetGroupSnapshotClassFailed || reason == snapshot.ReasonSetDefaultGroupSnapshotClassFailed
+func (g groupSubject) statusError() *snapv1.VolumeSnapshotError {
+	if g.Status == nil {
+		return nil
+	}
+	return g.Status.Error
 }
 
 func (g groupSubject) patchStatus(ctx context.Context, w *writer.Writer, fields map[string]any) error {

@@ -112,12 +112,12 @@ func (c *Controller) setError(ctx context.Context, vs *snapv1.VolumeSnapshot, p 
 // "not ready".
 func (c *Controller) report(ctx context.Context, s subject, p *problem) error {
 	msg := snapshot.TrimMessage(p.Message)
-	if s.errorMessage() == msg {
+	if e := s.statusError(); e != nil && e.Message != nil && *e.Message == msg {
 		return nil
 	}
 	now := metav1.Now()
 	status := map[string]any{"error": &snapv1.VolumeSnapshotError{Time: &now, Message: &msg}}
-	if !s.classProblem(p.Reason) {
+	if r := s.classes(); p.Reason != r.getFailed && p.Reason != r.noDefault {
 		ready := false
 		status["readyToUse"] = &ready
 	}
