@@ -76,9 +76,9 @@ func (k staticBinding) check(name string, c staticContent, namespace, snapName s
 	return nil
 }
 
-// preProvisioned returns the content name that a pre-provisioned snapshot
-// or group (namespace/snapName, uid) names, or the problem that keeps them
-// from binding; facts reads what the checks need of a content.
+// preProvisioned returns the content (name) that a pre-provisioned
+// snapshot or group (namespace/snapName, uid) names, or the problem that
+// keeps them from binding; facts reads what the checks need of a content.
 func preProvisioned[T any](k staticBinding, name string, get func(string) (T, error), facts func(T) staticContent,
 	namespace, snapName string, uid types.UID) (T, *problem) {
 	var none T

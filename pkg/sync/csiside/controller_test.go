@@ -206,7 +206,7 @@ func TestRun(t *testing.T) {
 	}
 	waitFor(ctx, t, "the content to be ready and unmarked", func() bool {
 		c, err := api.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, "c1", metav1.GetOptions{})
-		return err == nil && isReady(c) && !isMarkedCreating(c)
+		return err == nil && isReady(c) && !markedCreating(ctrl.single(c))
 	})
 
 	drv.script(deleteCall("snap-id", nil, nil))

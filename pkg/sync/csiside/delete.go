@@ -48,7 +48,7 @@ func (c *Controller) deleting(ctx context.Context, it item) (workloop.Result, er
 	var err error
 	logger.V(4).Info("Backend snapshot may be deleted", "because", why)
 	handle := it.knownHandle()
-	if _, marked := it.object().GetAnnotations()[it.names().beingCreated]; handle == "" && it.dynamic() && marked {
+	if handle == "" && it.dynamic() && markedCreating(it) {
 		// The create call cuts a new snapshot when the one in flight was
 		// deleted meanwhile, so it is called only for the API server's
 		// current copy: a cached one can predate our own writes when

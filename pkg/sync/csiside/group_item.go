@@ -144,7 +144,7 @@ func (g group) deleteBackend(ctx context.Context, handle string) error {
 	if err != nil {
 		return err
 	}
-	return g.c.groups.driver.DeleteGroupSnapshot(ctx, handle, g.c.memberIDs(g.VolumeGroupSnapshotContent), secrets)
+	return g.c.groups.driver.DeleteGroupSnapshot(ctx, handle, g.memberIDs(), secrets)
 }
 
 func (g group) statusFor(a answer, now time.Time) map[string]any {
@@ -230,7 +230,8 @@ func groupStatusFrom(content *groupv1.VolumeGroupSnapshotContent, group *csi.Gro
 // member list, from a pre-provisioned source, or, for a group stored
 // before the member list existed (v1beta1 objects upgraded in place), from
 // the member contents that carry the group's id.
-func (c *Controller) memberIDs(content *groupv1.VolumeGroupSnapshotContent) []string {
+func (g group) memberIDs() []string {
+	content := g.VolumeGroupSnapshotContent
 	var ids []string
 	if st := content.Status; st != nil {
 		for _, info := range st.VolumeSnapshotInfoList {
@@ -245,8 +246,8 @@ func (c *Controller) memberIDs(content *groupv1.VolumeGroupSnapshotContent) []st
 	if h := content.Spec.Source.GroupSnapshotHandles; h != nil && len(h.VolumeSnapshotHandles) > 0 {
 		return append([]string(nil), h.VolumeSnapshotHandles...)
 	}
-	handle := (group{VolumeGroupSnapshotContent: content}).knownHandle()
-	all, err := c.contents.List(labels.Everything())
+	handle := g.knownHandle()
+	all, err := g.c.contents.List(labels.Everything())
 	if err != nil || handle == "" {
 		return nil
 	}

@@ -37,7 +37,7 @@ func TestMemberIDsOfAGroupWithoutAListAreItsDriversOnly(t *testing.T) {
 		Spec:   groupv1.VolumeGroupSnapshotContentSpec{Driver: testkit.DriverName},
 		Status: &groupv1.VolumeGroupSnapshotContentStatus{VolumeGroupSnapshotHandle: ptr.To("group-1")},
 	}
-	if got := c.memberIDs(g); !slices.Equal(got, []string{"4", "5"}) {
+	if got := (group{c: c, VolumeGroupSnapshotContent: g}).memberIDs(); !slices.Equal(got, []string{"4", "5"}) {
 		t.Fatalf("memberIDs = %v, want [4 5]: the other driver's group-1 member must not be named", got)
 	}
 }

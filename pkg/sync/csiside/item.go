@@ -104,3 +104,10 @@ func snapAnswer(s *csi.Snapshot) answer {
 func groupAnswer(g *csi.GroupSnapshot) answer {
 	return answer{id: g.ID, ready: g.ReadyToUse, group: g}
 }
+
+// markedCreating reports whether the content carries its kind's
+// being-created mark (whatever its value): a create may be in flight.
+func markedCreating(it item) bool {
+	_, ok := it.object().GetAnnotations()[it.names().beingCreated]
+	return ok
+}

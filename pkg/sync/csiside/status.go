@@ -47,11 +47,6 @@ func isReady(content *snapv1.VolumeSnapshotContent) bool {
 	return statusHandle(content) != "" && st.ReadyToUse != nil && *st.ReadyToUse
 }
 
-func isMarkedCreating(content *snapv1.VolumeSnapshotContent) bool {
-	_, ok := content.Annotations[snapshot.AnnBeingCreated]
-	return ok
-}
-
 // statusFrom returns the status fields that differ from what the driver
 // said about snap, clearing status.error: the call succeeded. The first
 // creationTime and restoreSize are kept, as the community sidecar keeps them:
