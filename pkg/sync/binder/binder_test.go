@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,7 +171,7 @@ func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
 	}
 	// As after a restart: the same objects again cost no write.
 	h.api.ClearActions()
-	if _, err := h.c.bound(context.Background(), got, content); err != nil {
+	if _, err := h.c.bound(context.Background(), h.c.snap(got), snapContent{content}); err != nil {
 		t.Fatal(err)
 	}
 	if w := h.writes(); len(w) != 0 {
@@ -363,28 +364,65 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 }
 
 // A cache listed while another process released and the API server
-// removed a snapshot still shows it alive with its finalizers. The binder
-// must not make its content from that copy: the content would outlive the
-// snapshot, with its backend snapshot, for good (found by
-// TestControllerKills, docs/reliability.md).
-func TestNoContentForASnapshotGoneBehindTheCache(t *testing.T) {
+// removed a snapshot (or a group) still shows it alive with its finalizers.
+// The binder must not make its content from that copy: the content would
+// outlive it, with its backend snapshot, for good (found by
+// TestControllerKills, docs/reliability.md). One rule of the lifecycle,
+// checked for both kinds.
+func TestNoContentForASubjectGoneBehindTheCache(t *testing.T) {
 	pvc, pv := testkit.BoundClaim("pvc1")
+	pvc.Labels = map[string]string{"app": "db"}
 	vs := testkit.Snapshot("s1", testkit.ClassName("gold"), testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
-	h := newHarness(t, vs, pvc, pv, testkit.SnapshotClass("gold"))
-	cached := h.getSnapshot("s1")
-	if err := h.api.Snap.SnapshotV1().VolumeSnapshots(testNS).Delete(context.Background(), "s1", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	gold := "gold"
+	g := &groupv1.VolumeGroupSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "g1", Namespace: testNS, UID: "uid-g1", Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}},
+		Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: &gold, Source: groupv1.VolumeGroupSnapshotSource{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
 	}
-	h.api.ClearActions()
-	if _, err := h.c.dynamic(context.Background(), cached); err != nil {
-		t.Fatal(err)
+	groupClass := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Driver: testDriver,
+		DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
+	cases := map[string]struct {
+		subject func(h *harness) subject
+		remove  func(ctx context.Context, h *harness) error
+		content string
+	}{
+		"snapshot": {
+			subject: func(h *harness) subject { return h.c.snap(h.getSnapshot("s1")) },
+			remove: func(ctx context.Context, h *harness) error {
+				return h.api.Snap.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, "s1", metav1.DeleteOptions{})
+			},
+			content: "volumesnapshotcontents",
+		},
+		"group": {
+			subject: func(h *harness) subject {
+				cached, err := h.c.groups.VolumeGroupSnapshots(testNS).Get("g1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return h.c.group(cached)
+			},
+			remove: func(ctx context.Context, h *harness) error {
+				return h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshots(testNS).Delete(ctx, "g1", metav1.DeleteOptions{})
+			},
+			content: "volumegroupsnapshotcontents",
+		},
 	}
-	for _, w := range h.writes() {
-		if strings.Contains(w, "volumesnapshotcontents") {
-			t.Errorf("wrote %q for a snapshot the API server no longer holds", w)
-		}
-	}
-	if c := h.api.Content(snapshot.ContentNameFor(vs.UID)); c != nil {
-		t.Errorf("content %s created for a snapshot that is gone", c.Name)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarnessWith(t, func(cfg *Config) { cfg.Groups = true }, vs, g, pvc, pv, testkit.SnapshotClass("gold"), groupClass)
+			cached := tc.subject(h)
+			if err := tc.remove(context.Background(), h); err != nil {
+				t.Fatal(err)
+			}
+			h.api.ClearActions()
+			if _, err := h.c.dynamic(context.Background(), cached); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range h.writes() {
+				if strings.Contains(w, tc.content) {
+					t.Errorf("wrote %q for a %s the API server no longer holds", w, name)
+				}
+			}
+		})
 	}
 }

@@ -143,11 +143,6 @@ func (p *csiPresence) check(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSna
 	return &snapv1.VolumeSnapshotError{Time: &t, Message: &msg}, 0
 }
 
-// sameErrorMessage reports whether the status already shows msg.
-func sameErrorMessage(st *snapv1.VolumeSnapshotStatus, msg string) bool {
-	return st != nil && st.Error != nil && st.Error.Message != nil && *st.Error.Message == msg
-}
-
 // minPositive is the shorter of two delays, ignoring a zero one.
 func minPositive(a, b time.Duration) time.Duration {
 	if b <= 0 || a <= b {

@@ -14,53 +14,28 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// deleting tears a snapshot down. While a claim still restores from it,
-// nothing is touched: every finalizer stays and the content is neither
-// marked nor deleted (SnapshotDeletePending), for Delete and Retain alike.
-// Then its content gets the being-deleted mark whatever its policy; a Delete
-// content is deleted and the snapshot waits until it is gone; a Retain
-// content is left and the snapshot released at once.
-func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (workloop.Result, error) {
-	if pvc := vs.Spec.Source.PersistentVolumeClaimName; pvc != nil {
-		c.pvcLoop.Add(objKey(vs.Namespace, *pvc))
-	}
-	if !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource) && !snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotBound) &&
-		!snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotInGroup) {
+// deleting tears a subject down. While a claim restores from it (or, for
+// a snapshot, from a member of its group while the group lives), nothing is
+// touched: every finalizer stays and the content is neither marked nor
+// deleted (SnapshotDeletePending), for Delete and Retain alike. Then its
+// content gets the being-deleted mark whatever its policy; a Delete content
+// is deleted and the subject waits until it is gone; what else it owns (a
+// group's members) is deleted; a Retain content is left and the subject
+// released at once.
+func (c *Controller) deleting(ctx context.Context, s subject) (workloop.Result, error) {
+	n, obj := s.names(), s.object()
+	s.releaseSource()
+	if !hasAnyFinalizer(obj, n.finalizers) {
 		return workloop.Result{}, nil
 	}
-	c.cfg.Metrics.start(vs.UID, OpDeleteSnapshot)
-	if restoring := c.restoringClaims(vs); len(restoring) > 0 {
-		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
-			"Snapshot is being deleted; it and its content stay until claim %s finishes restoring from it", restoring[0])
-		return workloop.Result{}, nil // the claim's events bring us back
-	}
-	if g := c.groupOf(vs, c.contentOf(vs)); c.liveGroup(vs.Namespace, g) != nil {
-		c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
-			"Snapshot %s/%s is a member of group snapshot %s and cannot be deleted on its own; delete VolumeGroupSnapshot %s/%s to delete all its members",
-			vs.Namespace, vs.Name, g, vs.Namespace, g)
-		return workloop.Result{}, nil // the group's events bring us back
-	}
-	content, err := c.ownContent(ctx, vs)
-	if err != nil {
+	c.cfg.Metrics.start(obj.GetUID(), n.ops.delete)
+	content, wait, err := c.tearDownAll(ctx, s)
+	if err != nil || wait {
 		return workloop.Result{}, err
 	}
-	if content != nil && c.cfg.Writer.Stale(content) {
-		return workloop.Result{}, nil // our mark is on its way back as an event
-	}
-	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(vs.Namespace, vs.Name))
-	if content != nil {
-		if err := c.tearDown(ctx, logger, snapContent{content}); err != nil {
-			return workloop.Result{}, err
-		}
-		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete {
-			// The content's delete event brings us back once the CSI side
-			// removed the backend snapshot and its finalizer.
-			return workloop.Result{}, nil
-		}
-	}
 	p := &writer.Patch{}
-	p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound, snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotInGroup)
-	if _, err := c.cfg.Writer.PatchSnapshot(ctx, vs, p); err != nil {
+	p.Meta.RemoveFinalizers(obj, n.finalizers...)
+	if err := s.patchMeta(ctx, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			return workloop.Result{}, nil
 		}
@@ -68,18 +43,52 @@ func (c *Controller) deleting(ctx context.Context, vs *snapv1.VolumeSnapshot) (w
 	}
 	// Without a content (a Delete content is gone by now) the driver is
 	// the class's, as for the gauges.
-	driver, why := "", "no content exists for it"
-	if vs.Spec.VolumeSnapshotClassName != nil {
-		driver = c.classDriver(*vs.Spec.VolumeSnapshotClassName)
+	driver, why := s.classDriver(), "no content exists for it"
+	if content != nil {
+		driver, why = content.driver(), "its content is retained"
+	}
+	// Said at -v=2: a subject released while its content lives would
+	// leave the content and its backend snapshot behind for good.
+	klog.FromContext(ctx).V(2).Info("Released the deleted "+n.subject, n.logKey, objKey(obj.GetNamespace(), obj.GetName()), "why", why)
+	c.cfg.Metrics.released(obj.GetUID(), n.ops, driver, kindType(s), obj.GetCreationTimestamp().Time, obj.GetDeletionTimestamp().Time)
+	return workloop.Result{}, nil
+}
+
+// tearDownAll does to a deleted subject's content and what it owns what
+// its delete asks (deleting): it returns the subject's own content (nil
+// when there is none) and whether to wait for an event before releasing
+// the subject. A vanished group's clean-up shares it.
+func (c *Controller) tearDownAll(ctx context.Context, s subject) (boundContent, bool, error) {
+	if s.holds(ctx) {
+		return nil, true, nil // the holder's events bring us back
+	}
+	content, err := s.ownContent(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if content != nil && c.cfg.Writer.Stale(content.object()) {
+		return content, true, nil // our mark is on its way back as an event
 	}
 	if content != nil {
-		driver, why = content.Spec.Driver, "its content is retained"
+		if err := c.tearDown(ctx, klog.FromContext(ctx), content); err != nil {
+			return content, false, err
+		}
 	}
-	// Said at -v=2: a snapshot released while its content lives would
-	// leave the content and its backend snapshot behind for good.
-	logger.V(2).Info("Released the deleted VolumeSnapshot", "content", contentNameOf(vs), "why", why)
-	c.cfg.Metrics.released(vs.UID, snapshotOps, driver, snapType(vs), vs.CreationTimestamp.Time, vs.DeletionTimestamp.Time)
-	return workloop.Result{}, nil
+	if err := s.tornDown(ctx); err != nil {
+		return content, false, err
+	}
+	// A Delete content's delete event brings the subject back once the
+	// CSI side removed the backend snapshot and its finalizer.
+	return content, content != nil && content.deletePolicy(), nil
+}
+
+func hasAnyFinalizer(obj object, fs []string) bool {
+	for _, f := range fs {
+		if snapshot.HasFinalizer(obj, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // tearDown puts the being-deleted mark on the content of a deleted
@@ -102,13 +111,6 @@ func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content b
 	}
 	logger.V(2).Info("Deleted the content of a deleted snapshot", "content", obj.GetName())
 	return nil
-}
-
-func snapType(vs *snapv1.VolumeSnapshot) string {
-	if vs.Spec.Source.VolumeSnapshotContentName != nil {
-		return typePreProvisioned
-	}
-	return typeDynamic
 }
 
 // ownContent returns the content bound to vs, if it exists and is really

@@ -2,11 +2,12 @@ package binder
 
 import (
 	"context"
-	"fmt"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
@@ -15,11 +16,8 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// syncGroup dispatches one VolumeGroupSnapshot to its state function, as
-// syncSnapshot does for single snapshots. The members of a dynamic group
-// are ordinary VolumeSnapshots and contents: once created here they follow
-// the single-snapshot state functions (bound, deleting), which know only
-// that a member is never cut or deleted on its own.
+// syncGroup syncs one VolumeGroupSnapshot through the lifecycle, after
+// tearing down any vanished group of its name (vanished_group.go).
 func (c *Controller) syncGroup(ctx context.Context, key string) (workloop.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -35,21 +33,7 @@ func (c *Controller) syncGroup(ctx context.Context, key string) (workloop.Result
 	if err != nil {
 		return workloop.Result{}, nil // gone
 	}
-	if c.cfg.Writer.Stale(g) {
-		return workloop.Result{}, nil // our write's event brings it back
-	}
-	src := g.Spec.Source
-	switch {
-	case g.DeletionTimestamp != nil:
-		return c.groupDeleting(ctx, g)
-	case (src.Selector == nil) == (src.VolumeGroupSnapshotContentName == nil):
-		return c.groupFail(ctx, g, problemf(snapshot.ReasonGroupSnapshotValidationError,
-			"exactly one of spec.source.selector and spec.source.volumeGroupSnapshotContentName must be set; delete the VolumeGroupSnapshot and create it with one of them"))
-	case src.VolumeGroupSnapshotContentName != nil:
-		return c.groupPreProvisioned(ctx, g)
-	default:
-		return c.groupDynamic(ctx, g)
-	}
+	return c.sync(ctx, c.group(g))
 }
 
 // groupContentOf returns the content a group is (or will be) bound to, from
@@ -76,78 +60,6 @@ func (c *Controller) groupContentName(g *groupv1.VolumeGroupSnapshot) string {
 	return snapshot.GroupContentNameFor(g.UID)
 }
 
-// groupDynamic cuts a group of the claims its selector chooses.
-func (c *Controller) groupDynamic(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (workloop.Result, error) {
-	if content := c.groupContentOf(g); content != nil {
-		if content.Spec.Source.GroupSnapshotHandles != nil {
-			return c.groupFail(ctx, g, problemf(snapshot.ReasonGroupSnapshotContentMismatch,
-				"VolumeGroupSnapshotContent %q is pre-provisioned (spec.source.groupSnapshotHandles) but this group takes a new snapshot of its selector's claims; delete that content",
-				content.Name))
-		}
-		return c.groupBound(ctx, g, content)
-	}
-	if g.Status != nil && g.Status.BoundVolumeGroupSnapshotContentName != nil {
-		return c.groupFail(ctx, g, problemf(snapshot.ReasonGroupSnapshotContentMissing,
-			"VolumeGroupSnapshotContent %q that this group snapshot was bound to is gone; delete and re-create the VolumeGroupSnapshot",
-			*g.Status.BoundVolumeGroupSnapshotContentName))
-	}
-	plan, prob := c.planGroup(g)
-	if prob != nil {
-		return c.groupFail(ctx, g, prob)
-	}
-	c.cfg.Metrics.start(g.UID, OpCreateGroupSnapshot)
-	c.cfg.Metrics.start(g.UID, OpCreateGroupSnapshotAndReady)
-	// The group's finalizer and resolved default class in one write, stored
-	// before the content exists; then the content, born with its finalizer.
-	p := &writer.Patch{}
-	p.Meta.AddFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
-	if g.Spec.VolumeGroupSnapshotClassName == nil {
-		p.Fields = map[string]any{"spec": map[string]any{"volumeGroupSnapshotClassName": plan.class.Name}}
-	}
-	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil {
-		return workloop.Result{}, err
-	}
-	content := newGroupContent(g, plan)
-	if _, err := c.cfg.Writer.CreateGroupContent(ctx, content); err != nil && !apierrors.IsAlreadyExists(err) {
-		if serr := c.setGroupError(ctx, g, problemf(snapshot.ReasonCreateGroupSnapshotContentFailed,
-			"cannot create VolumeGroupSnapshotContent %q: %v", content.Name, err)); serr != nil {
-			return workloop.Result{}, serr
-		}
-		return workloop.Result{}, fmt.Errorf("creating VolumeGroupSnapshotContent %s: %w", content.Name, err)
-	}
-	c.cfg.Recorder.Eventf(g, corev1.EventTypeNormal, snapshot.ReasonCreatingGroupSnapshot,
-		"Waiting for group snapshot %s/%s to be created by the CSI driver.", g.Namespace, g.Name)
-	return workloop.Result{}, nil
-}
-
-// groupPreProvisioned binds a group to the content it names.
-func (c *Controller) groupPreProvisioned(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (workloop.Result, error) {
-	content, prob := c.preProvisionedGroupContent(g)
-	if prob != nil {
-		return c.groupFail(ctx, g, prob)
-	}
-	c.cfg.Metrics.start(g.UID, OpCreateGroupSnapshotAndReady)
-	p := &writer.Patch{}
-	p.Meta.AddFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
-	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil {
-		return workloop.Result{}, err
-	}
-	if content.Spec.VolumeGroupSnapshotRef.UID == "" {
-		// Bind once, guarded by the content's resourceVersion.
-		cp := &writer.Patch{}
-		cp.Meta.AddFinalizers(content, snapshot.FinalizerGroupContentBound)
-		spec := map[string]any{"volumeGroupSnapshotRef": map[string]any{"uid": string(g.UID)}}
-		if n := g.Spec.VolumeGroupSnapshotClassName; n != nil && *n != "" && content.Spec.VolumeGroupSnapshotClassName == nil {
-			spec["volumeGroupSnapshotClassName"] = *n
-		}
-		cp.Fields = map[string]any{"spec": spec}
-		cp.Precondition = content.ResourceVersion
-		_, err := c.cfg.Writer.PatchGroupContent(ctx, content, cp)
-		return workloop.Result{}, err // the content's event brings us back
-	}
-	return c.groupBound(ctx, g, content)
-}
-
 // preProvisionedGroupContent returns the content a pre-provisioned group
 // names, or the problem that keeps them from binding.
 func (c *Controller) preProvisionedGroupContent(g *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshotContent, *problem) {
@@ -157,36 +69,240 @@ func (c *Controller) preProvisionedGroupContent(g *groupv1.VolumeGroupSnapshot) 
 		}, g.Namespace, g.Name, g.UID)
 }
 
-// groupBound keeps a bound group's finalizer, members and status in line
-// with its content.
-func (c *Controller) groupBound(ctx context.Context, g *groupv1.VolumeGroupSnapshot, content *groupv1.VolumeGroupSnapshotContent) (workloop.Result, error) {
-	if content.Spec.VolumeGroupSnapshotRef.UID != g.UID {
-		return c.groupFail(ctx, g, problemf(snapshot.ReasonGroupSnapshotContentMisbound,
-			"VolumeGroupSnapshotContent %q belongs to another VolumeGroupSnapshot (uid %q); delete this VolumeGroupSnapshot and create a new one",
-			content.Name, content.Spec.VolumeGroupSnapshotRef.UID))
-	}
-	p := &writer.Patch{}
-	p.Meta.AddFinalizers(g, snapshot.FinalizerGroupSnapshotBound)
-	if _, err := c.cfg.Writer.PatchGroup(ctx, g, p); err != nil {
-		return workloop.Result{}, err
-	}
-	complete, err := c.ensureMembers(ctx, g, content)
-	if err != nil {
-		if serr := c.setGroupError(ctx, g, problemf(snapshot.ReasonGroupSnapshotMemberFailed,
-			"cannot create the member snapshots of the group: %v", err)); serr != nil {
-			return workloop.Result{}, serr
-		}
-		return workloop.Result{}, err
-	}
-	if err := c.mirrorGroupStatus(ctx, g, content, complete); err != nil {
-		return workloop.Result{}, err
-	}
-	if !complete || !groupContentReady(content) {
-		return workloop.Result{RequeueAfter: c.recheck()}, nil
-	}
-	return workloop.Result{}, nil
-}
-
 func groupContentReady(content *groupv1.VolumeGroupSnapshotContent) bool {
 	return content.Status != nil && content.Status.ReadyToUse != nil && *content.Status.ReadyToUse
+}
+
+// groupNames are a VolumeGroupSnapshot's names for the lifecycle's rules,
+// with the community's group events.
+var groupNames = kindNames{
+	subject: snapshot.KindGroupSnapshot, content: "VolumeGroupSnapshotContent", what: "group snapshot", logKey: "group",
+	classField: "volumeGroupSnapshotClassName", refField: "volumeGroupSnapshotRef",
+	finalizers:       []string{snapshot.FinalizerGroupSnapshotBound},
+	contentFinalizer: snapshot.FinalizerGroupContentBound,
+	keepContentClass: true,
+	ops:              groupOps,
+	misbound:         snapshot.ReasonGroupSnapshotContentMisbound, contentMissing: snapshot.ReasonGroupSnapshotContentMissing,
+	createFailed: snapshot.ReasonCreateGroupSnapshotContentFailed,
+	creating:     snapshot.ReasonCreatingGroupSnapshot, creatingMessage: "Waiting for group snapshot %s/%s to be created by the CSI driver.",
+	cut: snapshot.ReasonGroupSnapshotCreated, cutMessage: "GroupSnapshot %s/%s was successfully created by the CSI driver.",
+	ready: snapshot.ReasonGroupSnapshotReady, readyMessage: "GroupSnapshot %s/%s is ready to use.",
+}
+
+// group is a VolumeGroupSnapshot as a subject of the lifecycle. Its kind
+// pieces: the selector's plan, the members made once the driver cut the
+// group (ready only when they all exist), and the members restoring and
+// deleted with it.
+type group struct {
+	c *Controller
+	*groupv1.VolumeGroupSnapshot
+}
+
+func (c *Controller) group(g *groupv1.VolumeGroupSnapshot) subject {
+	return group{c: c, VolumeGroupSnapshot: g}
+}
+
+func (g group) object() object                               { return g.VolumeGroupSnapshot }
+func (g group) names() *kindNames                            { return &groupNames }
+func (g group) classes() classRules                          { return groupClasses }
+func (g group) class() string                                { return deref(g.Spec.VolumeGroupSnapshotClassName) }
+func (g group) finalizersFor(snapv1.DeletionPolicy) []string { return groupNames.finalizers }
+func (g group) namedContent() string                         { return deref(g.Spec.Source.VolumeGroupSnapshotContentName) }
+func (g group) waitsForGroup() bool                          { return false }
+func (g group) keep(*writer.Patch, boundContent)             {}
+func (g group) releaseSource()                               {}
+func (g group) content() boundContent {
+	return asGroupContent(g.c.groupContentOf(g.VolumeGroupSnapshot))
+}
+func (g group) statusError() *snapv1.VolumeSnapshotError      { return groupStatus(g).Error }
+func (g group) boundName() string                             { return deref(groupStatus(g).BoundVolumeGroupSnapshotContentName) }
+func (g group) dynamicMismatch(content boundContent) *problem { return groupMismatch(content) }
+func (g group) preProvisioned() (boundContent, *problem) {
+	return g.c.preProvisionedGroup(g.VolumeGroupSnapshot)
+}
+func (g group) plan(context.Context) (*cut, *problem) { return g.c.groupCut(g.VolumeGroupSnapshot) }
+
+func groupStatus(g group) *groupv1.VolumeGroupSnapshotStatus {
+	if g.Status == nil {
+		return &groupv1.VolumeGroupSnapshotStatus{}
+	}
+	return g.Status
+}
+
+func (g group) specProblem() *problem {
+	src := g.Spec.Source
+	if (src.Selector == nil) == (src.VolumeGroupSnapshotContentName == nil) {
+		return problemf(snapshot.ReasonGroupSnapshotValidationError,
+			"exactly one of spec.source.selector and spec.source.volumeGroupSnapshotContentName must be set; delete the VolumeGroupSnapshot and create it with one of them")
+	}
+	return nil
+}
+
+func groupMismatch(content boundContent) *problem {
+	if content.dynamic() {
+		return nil
+	}
+	return problemf(snapshot.ReasonGroupSnapshotContentMismatch,
+		"VolumeGroupSnapshotContent %q is pre-provisioned (spec.source.groupSnapshotHandles) but this group takes a new snapshot of its selector's claims; delete that content",
+		content.object().GetName())
+}
+
+func (c *Controller) preProvisionedGroup(g *groupv1.VolumeGroupSnapshot) (boundContent, *problem) {
+	content, prob := c.preProvisionedGroupContent(g)
+	if prob != nil {
+		return nil, prob
+	}
+	return groupContent{content}, nil
+}
+
+func (c *Controller) groupCut(g *groupv1.VolumeGroupSnapshot) (*cut, *problem) {
+	plan, prob := c.planGroup(g)
+	if prob != nil {
+		return nil, prob
+	}
+	return &cut{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g, plan)}}, nil
+}
+
+func (g group) shown() *shown {
+	st := g.Status
+	if st == nil {
+		return nil
+	}
+	return &shown{Content: st.BoundVolumeGroupSnapshotContentName, CreationTime: st.CreationTime, ReadyToUse: st.ReadyToUse, Error: st.Error}
+}
+
+func (g group) statusPatch(st *shown) map[string]any {
+	return map[string]any{
+		"boundVolumeGroupSnapshotContentName": st.Content,
+		"creationTime":                        st.CreationTime,
+		"readyToUse":                          st.ReadyToUse,
+		"error":                               st.Error,
+	}
+}
+
+// desired makes the members of a dynamic group the driver cut; the group is
+// ready only once its content is and every member exists.
+func (g group) desired(ctx context.Context, content boundContent) (*want, error) {
+	complete, err := g.c.ensureMembers(ctx, g.VolumeGroupSnapshot, content.(groupContent).VolumeGroupSnapshotContent)
+	if err != nil {
+		if serr := g.c.report(ctx, g, problemf(snapshot.ReasonGroupSnapshotMemberFailed,
+			"cannot create the member snapshots of the group: %v", err)); serr != nil {
+			return nil, serr
+		}
+		return nil, err
+	}
+	return &want{shown: mirrored(content, complete)}, nil
+}
+
+// holds: a claim restoring from any member.
+func (g group) holds(context.Context) bool {
+	for _, vs := range g.c.groupMembers(g.VolumeGroupSnapshot) {
+		if restoring := g.c.restoringClaims(vs); len(restoring) > 0 {
+			g.c.cfg.Recorder.Eventf(g.VolumeGroupSnapshot, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
+				"Group snapshot is being deleted; it and its members stay until claim %s finishes restoring from member %s", restoring[0], vs.Name)
+			return true
+		}
+	}
+	return false
+}
+
+func (g group) ownContent(context.Context) (boundContent, error) {
+	content := g.c.groupContentOf(g.VolumeGroupSnapshot)
+	if content == nil || content.Spec.VolumeGroupSnapshotRef.UID != g.UID {
+		return nil, nil // none, or not ours: never touch it
+	}
+	return groupContent{content}, nil
+}
+
+// tornDown deletes the members; each is released once the group is gone
+// (deleting).
+func (g group) tornDown(ctx context.Context) error {
+	for _, vs := range g.c.groupMembers(g.VolumeGroupSnapshot) {
+		if vs.DeletionTimestamp != nil || g.c.lag.DeleteSent(vs.UID) {
+			continue
+		}
+		if err := g.c.cfg.Writer.DeleteSnapshot(ctx, vs); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g group) classDriver() string {
+	if g.c.groupClasses == nil || g.class() == "" {
+		return ""
+	}
+	if cl, err := g.c.groupClasses.Get(g.class()); err == nil {
+		return cl.Driver
+	}
+	return ""
+}
+
+func (g group) patchMeta(ctx context.Context, p *writer.Patch) error {
+	_, err := g.c.cfg.Writer.PatchGroup(ctx, g.VolumeGroupSnapshot, p)
+	return err
+}
+
+func (g group) patchStatus(ctx context.Context, fields map[string]any) error {
+	_, err := g.c.cfg.Writer.PatchGroupStatus(ctx, g.VolumeGroupSnapshot, fields)
+	return err
+}
+
+func (g group) readLive(ctx context.Context) (object, error) {
+	live, err := g.c.cfg.Snap.GroupsnapshotV1().VolumeGroupSnapshots(g.Namespace).Get(ctx, g.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return live, err
+}
+
+// groupContent is a VolumeGroupSnapshotContent as a group's content.
+type groupContent struct {
+	*groupv1.VolumeGroupSnapshotContent
+}
+
+func asGroupContent(content *groupv1.VolumeGroupSnapshotContent) boundContent {
+	if content == nil {
+		return nil
+	}
+	return groupContent{content}
+}
+
+func (g groupContent) object() object                { return g.VolumeGroupSnapshotContent }
+func (g groupContent) beingDeleted() string          { return snapshot.AnnGroupBeingDeleted }
+func (g groupContent) policy() snapv1.DeletionPolicy { return g.Spec.DeletionPolicy }
+func (g groupContent) driver() string                { return g.Spec.Driver }
+func (g groupContent) ref() corev1.ObjectReference   { return g.Spec.VolumeGroupSnapshotRef }
+func (g groupContent) className() *string            { return g.Spec.VolumeGroupSnapshotClassName }
+func (g groupContent) dynamic() bool                 { return g.Spec.Source.GroupSnapshotHandles == nil }
+
+func (g groupContent) deletePolicy() bool {
+	return g.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
+}
+
+func (g groupContent) status() contentStatus {
+	cs := g.Status
+	if cs == nil {
+		return contentStatus{}
+	}
+	out := contentStatus{ready: cs.ReadyToUse, err: cs.Error}
+	if cs.CreationTime != nil {
+		t := cs.CreationTime.Time
+		out.creationTime = &t
+	}
+	return out
+}
+
+func (g groupContent) create(ctx context.Context, w *writer.Writer) error {
+	_, err := w.CreateGroupContent(ctx, g.VolumeGroupSnapshotContent)
+	return err
+}
+
+func (g groupContent) patchMeta(ctx context.Context, w *writer.Writer, p *writer.Patch) error {
+	_, err := w.PatchGroupContent(ctx, g.VolumeGroupSnapshotContent, p)
+	return err
+}
+
+func (g groupContent) delete(ctx context.Context, w *writer.Writer) error {
+	return w.DeleteGroupContent(ctx, g.VolumeGroupSnapshotContent)
 }

@@ -18,7 +18,7 @@ import (
 // group's delete event carries its last stored state; when that still
 // holds our finalizer, the binder never released it, so the binder keeps
 // that state and tears its content and members down as a deleted group's
-// (groupTearDown) whenever the group's key is synced: on that event, and
+// (tearDownAll) whenever the group's key is synced: on that event, and
 // on each event of a content that names the group.
 
 // VanishedGroup reports whether a deleted group's last stored state shows
@@ -116,7 +116,7 @@ func (c *Controller) cleanVanishedGroups(ctx context.Context, key string, live *
 		if live != nil && live.UID == g.UID {
 			continue
 		}
-		if _, _, err := c.groupTearDown(ctx, g); err != nil {
+		if _, _, err := c.tearDownAll(ctx, c.group(g)); err != nil {
 			return err
 		}
 	}
