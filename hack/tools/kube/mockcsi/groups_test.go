@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,47 +13,28 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// call sends req through the interceptor to the mock service or to a group
-// server in front of it, like the gRPC server does.
+// call sends a request of any kind the tests use through the interceptor
+// to the mock service or to a group server in front of it.
 func (h *harness) call(ctx context.Context, req any) (any, error) {
 	gs := newGroupServer(h.in, h.svc)
-	var method string
-	var handler grpc.UnaryHandler
-	switch req.(type) {
+	switch r := req.(type) {
 	case *csi.CreateVolumeGroupSnapshotRequest:
-		method = "/csi.v1.GroupController/CreateVolumeGroupSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.CreateVolumeGroupSnapshot(ctx, r.(*csi.CreateVolumeGroupSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_CreateVolumeGroupSnapshot_FullMethodName, gs.CreateVolumeGroupSnapshot, r)
 	case *csi.GetVolumeGroupSnapshotRequest:
-		method = "/csi.v1.GroupController/GetVolumeGroupSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.GetVolumeGroupSnapshot(ctx, r.(*csi.GetVolumeGroupSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_GetVolumeGroupSnapshot_FullMethodName, gs.GetVolumeGroupSnapshot, r)
 	case *csi.DeleteVolumeGroupSnapshotRequest:
-		method = "/csi.v1.GroupController/DeleteVolumeGroupSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.DeleteVolumeGroupSnapshot(ctx, r.(*csi.DeleteVolumeGroupSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_DeleteVolumeGroupSnapshot_FullMethodName, gs.DeleteVolumeGroupSnapshot, r)
 	case *csi.GroupControllerGetCapabilitiesRequest:
-		method = "/csi.v1.GroupController/GroupControllerGetCapabilities"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.GroupControllerGetCapabilities(ctx, r.(*csi.GroupControllerGetCapabilitiesRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_GroupControllerGetCapabilities_FullMethodName, gs.GroupControllerGetCapabilities, r)
 	case *csi.CreateSnapshotRequest:
-		method = "/csi.v1.Controller/CreateSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return h.svc.CreateSnapshot(ctx, r.(*csi.CreateSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.Controller_CreateSnapshot_FullMethodName, h.svc.CreateSnapshot, r)
 	default:
-		panic("harness.call: unsupported request")
+		panic(fmt.Sprintf("harness.call: unsupported request %T", req))
 	}
-	return h.in.Unary(ctx, req, &grpc.UnaryServerInfo{FullMethod: method}, handler)
 }
 
 func (h *harness) createGroup(ctx context.Context, name string, vols ...string) (*csi.VolumeGroupSnapshot, error) {
