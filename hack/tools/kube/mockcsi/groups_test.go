@@ -45,6 +45,17 @@ func (h *harness) createGroup(ctx context.Context, name string, vols ...string) 
 	return resp.(*csi.CreateVolumeGroupSnapshotResponse).GetGroupSnapshot(), nil
 }
 
+// mustCreateGroup is createGroup for a test that cannot go on without
+// the group.
+func (h *harness) mustCreateGroup(ctx context.Context, t *testing.T, name string, vols ...string) *csi.VolumeGroupSnapshot {
+	t.Helper()
+	g, err := h.createGroup(ctx, name, vols...)
+	if err != nil {
+		t.Fatalf("create group %s: %v", name, err)
+	}
+	return g
+}
+
 func (h *harness) getGroup(ctx context.Context, id string, snapshotIDs ...string) (*csi.VolumeGroupSnapshot, error) {
 	resp, err := h.call(ctx, &csi.GetVolumeGroupSnapshotRequest{GroupSnapshotId: id, SnapshotIds: snapshotIDs})
 	if err != nil {
@@ -102,10 +113,7 @@ func httpJSON(t *testing.T, method, url string, body string, out any) int {
 func TestGroupCreateIsIdempotentByName(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-1", "vol-a", "vol-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-1", "vol-a", "vol-b")
 	if !strings.HasPrefix(g.GetGroupSnapshotId(), groupIDPrefix) || len(g.GetSnapshots()) != 2 || !g.GetReadyToUse() || g.GetCreationTime() == nil {
 		t.Fatalf("group = %v", g)
 	}
@@ -151,10 +159,7 @@ func TestGroupCreateIsIdempotentByName(t *testing.T) {
 func TestGroupNotReadyForTheFirstAnswers(t *testing.T) {
 	h := newHarness(t, Rule{Method: "*", NotReady: 2})
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-slow", "vol-a", "vol-b") // 1
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-slow", "vol-a", "vol-b") // 1
 	check := func(step string, g *csi.VolumeGroupSnapshot, want bool) {
 		t.Helper()
 		if g.GetReadyToUse() != want {
@@ -186,10 +191,7 @@ func TestGroupNotReadyForTheFirstAnswers(t *testing.T) {
 func TestGroupGet(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-get", "vol-a", "vol-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-get", "vol-a", "vol-b")
 	ids := memberIDs(g)
 	got, err := h.getGroup(ctx, g.GetGroupSnapshotId())
 	if err != nil || got.GetGroupSnapshotId() != g.GetGroupSnapshotId() || !slices.Equal(memberIDs(got), ids) ||
@@ -213,14 +215,11 @@ func TestGroupGet(t *testing.T) {
 func TestGroupDeleteAndMemberProtection(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-del", "vol-a", "vol-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-del", "vol-a", "vol-b")
 	gid, ids := g.GetGroupSnapshotId(), memberIDs(g)
 	lone, _ := h.create(ctx, "lone")
 
-	err = h.delete(ctx, ids[0])
+	err := h.delete(ctx, ids[0])
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), gid) {
 		t.Errorf("DeleteSnapshot of a member: %v, want FailedPrecondition naming %s", err, gid)
 	}
@@ -284,10 +283,7 @@ func TestGroupFaults(t *testing.T) {
 	if _, err := h.createGroup(ctx, "bad-1", "vol-a"); err != nil {
 		t.Errorf("second create of bad-1: %v", err)
 	}
-	doomed, err := h.createGroup(ctx, "doomed-1", "vol-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doomed := h.mustCreateGroup(ctx, t, "doomed-1", "vol-a")
 	// The glob on the name also catches the delete by id.
 	if err := h.deleteGroup(ctx, doomed.GetGroupSnapshotId()); status.Code(err) != codes.Internal {
 		t.Errorf("delete of doomed-1: %v, want Internal", err)
@@ -352,10 +348,7 @@ func TestPerVolumeSizes(t *testing.T) {
 	if err != nil || other.GetSnapshot().GetSizeBytes() != 5 {
 		t.Errorf("CreateSnapshot of a volume without a size = %v, %v; want the fallback 5", other, err)
 	}
-	g, err := h.createGroup(ctx, "grp-sized", "vol-a", "vol-b", "vol-x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-sized", "vol-a", "vol-b", "vol-x")
 	want := map[string]int64{"vol-a": 1 << 30, "vol-b": 2048, "vol-x": 5}
 	for _, s := range g.GetSnapshots() {
 		if s.GetSizeBytes() != want[s.GetSourceVolumeId()] {
