@@ -132,25 +132,27 @@ func (f *fixture) bundles(t *testing.T) map[string][]byte {
 	ctx := context.Background()
 	reg := f.client.AdmissionregistrationV1()
 	out := map[string][]byte{}
-	v, err := reg.ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
-	switch {
-	case err == nil:
+	if v, err := reg.ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{}); found(t, err) {
 		for _, wh := range v.Webhooks {
 			out["validating/"+wh.Name] = wh.ClientConfig.CABundle
 		}
-	case !apierrors.IsNotFound(err):
-		t.Fatal(err)
 	}
-	mw, err := reg.MutatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
-	switch {
-	case err == nil:
+	if mw, err := reg.MutatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{}); found(t, err) {
 		for _, wh := range mw.Webhooks {
 			out["mutating/"+wh.Name] = wh.ClientConfig.CABundle
 		}
-	case !apierrors.IsNotFound(err):
-		t.Fatal(err)
 	}
 	return out
+}
+
+// found reports whether a Get found its object; any error but NotFound
+// fails the test.
+func found(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
 }
 
 // trusted fails the test unless the serving certificate verifies for host
