@@ -116,6 +116,24 @@ func (f *fixture) reconcileCurrent(t *testing.T, m *Manager) {
 	}
 }
 
+// loseSecretRace makes the first verb on a Secret lose a race to another
+// replica: winner's write lands first, then the call fails with lost, as
+// the API server would answer. raced reports whether that happened.
+func (f *fixture) loseSecretRace(t *testing.T, verb string, winner func(k8stesting.ObjectTracker) error, lost error) (raced func() bool) {
+	happened := false
+	f.client.PrependReactor(verb, "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if happened {
+			return false, nil, nil
+		}
+		happened = true
+		if err := winner(f.client.Tracker()); err != nil {
+			t.Error(err)
+		}
+		return true, nil, lost
+	})
+	return func() bool { return happened }
+}
+
 func (f *fixture) secret(t *testing.T) *corev1.Secret {
 	t.Helper()
 	s, err := f.client.CoreV1().Secrets(ns).Get(context.Background(), secName, metav1.GetOptions{})
@@ -288,19 +306,11 @@ func TestLosingTheCreateRaceAdoptsTheWinnersSecret(t *testing.T) {
 	f := newFixture(newVWC())
 	loser := f.manager(t)
 	// The winner creates its Secret between the loser's Get and Create.
-	raced := false
-	f.client.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if raced {
-			return false, nil, nil
-		}
-		raced = true
-		if err := f.client.Tracker().Create(secretsGVR, winners, ns); err != nil {
-			t.Error(err)
-		}
-		return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, secName)
-	})
+	raced := f.loseSecretRace(t, "create",
+		func(tr k8stesting.ObjectTracker) error { return tr.Create(secretsGVR, winners, ns) },
+		apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, secName))
 	f.reconcile(t, loser)
-	if !raced {
+	if !raced() {
 		t.Fatal("the create race was not exercised")
 	}
 	if got := readDir(t, loser.cfg.CertDir)[KeyCert]; !bytes.Equal(got, winners.Data[KeyCert]) {
@@ -328,19 +338,11 @@ func TestAConflictingUpdateIsDecidedAgainOnTheNewSecret(t *testing.T) {
 	other = st.toSecret(other)
 	other.ResourceVersion = "other-replica"
 
-	conflicted := false
-	f.client.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if conflicted {
-			return false, nil, nil
-		}
-		conflicted = true
-		if err := f.client.Tracker().Update(secretsGVR, other, ns); err != nil {
-			t.Error(err)
-		}
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, secName, nil)
-	})
+	conflicted := f.loseSecretRace(t, "update",
+		func(tr k8stesting.ObjectTracker) error { return tr.Update(secretsGVR, other, ns) },
+		apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, secName, nil))
 	f.reconcile(t, m)
-	if !conflicted {
+	if !conflicted() {
 		t.Fatal("the conflict was not exercised")
 	}
 	s := f.secret(t)
