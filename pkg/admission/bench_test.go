@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -32,15 +31,7 @@ import (
 //	go test -run XXX -bench AdmissionLatency -benchtime 2000x ./pkg/admission/
 func BenchmarkAdmissionLatency(b *testing.B) {
 	ca := newTestCA(b)
-	dir := b.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	cert, key := ca.issue(b, 1)
-	writeFile(b, certFile, cert)
-	writeFile(b, keyFile, key)
-	certs := NewCertReloader(certFile, keyFile, time.Hour, nil)
-	if err := certs.Load(); err != nil {
-		b.Fatal(err)
-	}
+	certs, _, _ := loadedReloader(b, ca, 1, time.Hour)
 	world := &validation.StaticLookup{}
 	if err := world.Add(NewClass("standard", AsDefault()),
 		NewSnapshot("ns", "ready", FromContent("c1"), Ready("1Gi", "c1")),

@@ -86,10 +86,33 @@ func writeFile(t testing.TB, path string, data []byte) {
 	}
 }
 
+// servingPaths returns where a test's serving certificate and key live: a
+// fresh directory, nothing written yet.
+func servingPaths(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	return filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+}
+
+// loadedReloader writes a serving pair issued by ca with serial and returns
+// a reloader of it, loaded and polling every interval once run, and the
+// paths a test rotates.
+func loadedReloader(t testing.TB, ca *testCA, serial int64, interval time.Duration) (certs *CertReloader, certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile = servingPaths(t)
+	cert, key := ca.issue(t, serial)
+	writeFile(t, certFile, cert)
+	writeFile(t, keyFile, key)
+	certs = NewCertReloader(certFile, keyFile, interval, nil)
+	if err := certs.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return certs, certFile, keyFile
+}
+
 func TestCertReloader(t *testing.T) {
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	certFile, keyFile := servingPaths(t)
 	c := NewCertReloader(certFile, keyFile, time.Hour, nil)
 
 	if err := c.Load(); err == nil {
@@ -144,16 +167,7 @@ func TestCertReloader(t *testing.T) {
 // certificate must change.
 func TestCertRotationUnderLoad(t *testing.T) {
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	cert1, key1 := ca.issue(t, 1001)
-	writeFile(t, certFile, cert1)
-	writeFile(t, keyFile, key1)
-
-	certs := NewCertReloader(certFile, keyFile, 20*time.Millisecond, nil)
-	if err := certs.Load(); err != nil {
-		t.Fatal(err)
-	}
+	certs, certFile, keyFile := loadedReloader(t, ca, 1001, 20*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go certs.Run(ctx)

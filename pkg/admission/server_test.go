@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,15 +104,7 @@ func postClass(client *http.Client, addr string) (int64, error) {
 
 func TestServerEndpoints(t *testing.T) {
 	ca := newTestCA(t)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	cert, key := ca.issue(t, 7)
-	writeFile(t, certFile, cert)
-	writeFile(t, keyFile, key)
-	certs := NewCertReloader(certFile, keyFile, time.Hour, nil)
-	if err := certs.Load(); err != nil {
-		t.Fatal(err)
-	}
+	certs, _, _ := loadedReloader(t, ca, 7, time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

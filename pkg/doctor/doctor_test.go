@@ -76,6 +76,14 @@ func claim(name string, bound bool) corev1.PersistentVolumeClaim {
 	return c
 }
 
+// restoringClaim is an unbound claim restoring from the VolumeSnapshot
+// named snap: what keeps a snapshot's deletion waiting.
+func restoringClaim(name, snap string) corev1.PersistentVolumeClaim {
+	c := claim(name, false)
+	c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: snap}
+	return c
+}
+
 func volume(name string, csi bool) corev1.PersistentVolume {
 	v := corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if csi {
@@ -150,18 +158,14 @@ var analyzeCases = []struct {
 		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", fromContent("c"))}
 	}, want: []string{"VolumeSnapshot s content-missing"}},
 	{name: "deletion held by a restoring claim", in: func(in *Input) {
-		restore := claim("restore", false)
-		restore.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s"}
-		in.PVCs = append(in.PVCs, restore)
+		in.PVCs = append(in.PVCs, restoringClaim("restore", "s"))
 		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS(snapshot.FinalizerSnapshotAsSource))}
 	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "claim restore"},
 	{name: "deletion held only by the provisioner's finalizer", in: func(in *Input) {
 		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS(snapshot.FinalizerProvisionerSource))}
 	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "no claim restores from it"},
 	{name: "deletion held by the provisioner for a restoring claim", in: func(in *Input) {
-		restore := claim("restore", false)
-		restore.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s"}
-		in.PVCs = append(in.PVCs, restore)
+		in.PVCs = append(in.PVCs, restoringClaim("restore", "s"))
 		in.Snapshots = []snapv1.VolumeSnapshot{vs("s", class("gold"), deletingVS(snapshot.FinalizerProvisionerSource))}
 	}, want: []string{"VolumeSnapshot s deletion-held"}, reason: "claim restore"},
 	{name: "deletion held by another component", in: func(in *Input) {

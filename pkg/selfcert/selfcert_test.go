@@ -102,6 +102,38 @@ func (f *fixture) reconcile(t *testing.T, m *Manager) Result {
 	return res
 }
 
+// reconcileCurrent reconciles an hour later a state m left current: that
+// must only read, so a steady webhook costs the API server no writes.
+func (f *fixture) reconcileCurrent(t *testing.T, m *Manager) {
+	t.Helper()
+	f.client.ClearActions()
+	f.clock.Add(time.Hour)
+	f.reconcile(t, m)
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() != "get" {
+			t.Errorf("unexpected %s %s on a current state", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
+
+// loseSecretRace makes the first verb on a Secret lose a race to another
+// replica: winner's write lands first, then the call fails with lost, as
+// the API server would answer. raced reports whether that happened.
+func (f *fixture) loseSecretRace(t *testing.T, verb string, winner func(k8stesting.ObjectTracker) error, lost error) (raced func() bool) {
+	happened := false
+	f.client.PrependReactor(verb, "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if happened {
+			return false, nil, nil
+		}
+		happened = true
+		if err := winner(f.client.Tracker()); err != nil {
+			t.Error(err)
+		}
+		return true, nil, lost
+	})
+	return func() bool { return happened }
+}
+
 func (f *fixture) secret(t *testing.T) *corev1.Secret {
 	t.Helper()
 	s, err := f.client.CoreV1().Secrets(ns).Get(context.Background(), secName, metav1.GetOptions{})
@@ -118,25 +150,27 @@ func (f *fixture) bundles(t *testing.T) map[string][]byte {
 	ctx := context.Background()
 	reg := f.client.AdmissionregistrationV1()
 	out := map[string][]byte{}
-	v, err := reg.ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
-	switch {
-	case err == nil:
+	if v, err := reg.ValidatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{}); found(t, err) {
 		for _, wh := range v.Webhooks {
 			out["validating/"+wh.Name] = wh.ClientConfig.CABundle
 		}
-	case !apierrors.IsNotFound(err):
-		t.Fatal(err)
 	}
-	mw, err := reg.MutatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{})
-	switch {
-	case err == nil:
+	if mw, err := reg.MutatingWebhookConfigurations().Get(ctx, vwcName, metav1.GetOptions{}); found(t, err) {
 		for _, wh := range mw.Webhooks {
 			out["mutating/"+wh.Name] = wh.ClientConfig.CABundle
 		}
-	case !apierrors.IsNotFound(err):
-		t.Fatal(err)
 	}
 	return out
+}
+
+// found reports whether a Get found its object; any error but NotFound
+// fails the test.
+func found(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
 }
 
 // trusted fails the test unless the serving certificate verifies for host
@@ -238,14 +272,7 @@ func TestReconcileIsANoOpWhenEverythingIsCurrent(t *testing.T) {
 	f := newFixture(newVWC(), newMWC())
 	m := f.manager(t)
 	f.reconcile(t, m)
-	f.client.ClearActions()
-	f.clock.Add(time.Hour)
-	f.reconcile(t, m)
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() != "get" {
-			t.Errorf("unexpected %s %s on a current state", a.GetVerb(), a.GetResource().Resource)
-		}
-	}
+	f.reconcileCurrent(t, m)
 }
 
 func TestASecondReplicaServesTheFirstOnesCertificate(t *testing.T) {
@@ -279,19 +306,11 @@ func TestLosingTheCreateRaceAdoptsTheWinnersSecret(t *testing.T) {
 	f := newFixture(newVWC())
 	loser := f.manager(t)
 	// The winner creates its Secret between the loser's Get and Create.
-	raced := false
-	f.client.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if raced {
-			return false, nil, nil
-		}
-		raced = true
-		if err := f.client.Tracker().Create(secretsGVR, winners, ns); err != nil {
-			t.Error(err)
-		}
-		return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, secName)
-	})
+	raced := f.loseSecretRace(t, "create",
+		func(tr k8stesting.ObjectTracker) error { return tr.Create(secretsGVR, winners, ns) },
+		apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, secName))
 	f.reconcile(t, loser)
-	if !raced {
+	if !raced() {
 		t.Fatal("the create race was not exercised")
 	}
 	if got := readDir(t, loser.cfg.CertDir)[KeyCert]; !bytes.Equal(got, winners.Data[KeyCert]) {
@@ -319,19 +338,11 @@ func TestAConflictingUpdateIsDecidedAgainOnTheNewSecret(t *testing.T) {
 	other = st.toSecret(other)
 	other.ResourceVersion = "other-replica"
 
-	conflicted := false
-	f.client.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if conflicted {
-			return false, nil, nil
-		}
-		conflicted = true
-		if err := f.client.Tracker().Update(secretsGVR, other, ns); err != nil {
-			t.Error(err)
-		}
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, secName, nil)
-	})
+	conflicted := f.loseSecretRace(t, "update",
+		func(tr k8stesting.ObjectTracker) error { return tr.Update(secretsGVR, other, ns) },
+		apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, secName, nil))
 	f.reconcile(t, m)
-	if !conflicted {
+	if !conflicted() {
 		t.Fatal("the conflict was not exercised")
 	}
 	s := f.secret(t)
@@ -419,14 +430,7 @@ func TestEitherConfigurationAloneIsKept(t *testing.T) {
 			if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != kind || s.OwnerReferences[0].Name != vwcName {
 				t.Errorf("owner references %+v, want the one configuration", s.OwnerReferences)
 			}
-			f.client.ClearActions()
-			f.clock.Add(time.Hour)
-			f.reconcile(t, m)
-			for _, a := range f.client.Actions() {
-				if a.GetVerb() != "get" {
-					t.Errorf("unexpected %s %s on a current state", a.GetVerb(), a.GetResource().Resource)
-				}
-			}
+			f.reconcileCurrent(t, m)
 		})
 	}
 }

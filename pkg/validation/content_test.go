@@ -95,22 +95,55 @@ func TestContent(t *testing.T) {
 			old:     dyn(),
 			wantErr: `cannot change spec.volumeSnapshotRef.uid from "uid-1" to "uid-2"`,
 		},
+	}
+	addEditableContentCases(t, tests, contentKind[*snapv1.VolumeSnapshotContent]{
+		dyn:          dyn,
+		elsewhere:    Preset(NewContent, "c1", WithVolumeHandle("vol-9"), BoundTo("x", "y", "uid-9")),
+		unnamespaced: Preset(NewContent, "c1", WithSnapshotHandle("h1"), BoundTo("", "s1", "")),
+		beingDeleted: snapshot.AnnBeingDeleted,
+	})
+	runVerdicts(t, nil, Validator.Content, tests)
+}
+
+// contentKind is what the updates both content kinds admit need of one
+// kind: the two kinds' rules differ, what stays editable does not.
+type contentKind[T comparable] struct {
+	// dyn is a dynamic content bound to its snapshot, elsewhere the same
+	// content with another source and reference.
+	dyn, elsewhere func(...Opt) T
+	// unnamespaced is a pre-provisioned content whose reference has no
+	// namespace, as contents written before that rule may have.
+	unnamespaced func(...Opt) T
+	beingDeleted string // the kind's being-deleted annotation
+}
+
+// addEditableContentCases adds to tests the updates a content of kind k
+// always admits: its policy and metadata stay editable, a content being
+// deleted is not held to the rules, nor is a legacy one changing its policy.
+func addEditableContentCases[T comparable](t *testing.T, tests map[string]verdictCase[T], k contentKind[T]) {
+	t.Helper()
+	retain := WithPolicy(snapv1.VolumeSnapshotContentRetain)
+	for name, tc := range map[string]verdictCase[T]{
 		"changing the deletion policy is admitted": {
-			obj: dyn(WithPolicy(snapv1.VolumeSnapshotContentRetain)),
-			old: dyn(),
+			obj: k.dyn(retain),
+			old: k.dyn(),
 		},
-		"annotations and finalizers change freely": {
-			obj: dyn(WithAnnotation(snapshot.AnnBeingDeleted, "yes"), WithLabel("a", "b")),
-			old: dyn(),
+		"annotations and labels change freely": {
+			obj: k.dyn(WithAnnotation(k.beingDeleted, "yes"), WithLabel("a", "b")),
+			old: k.dyn(),
 		},
 		"a content being deleted is admitted whatever it changes": {
-			obj: NewContent("c1", WithVolumeHandle("vol-9"), BoundTo("x", "y", "uid-9"), Deleting()),
-			old: dyn(Deleting()),
+			obj: k.elsewhere(Deleting()),
+			old: k.dyn(Deleting()),
 		},
 		"a legacy content without namespace can change its policy": {
-			obj: NewContent("c1", WithSnapshotHandle("h1"), BoundTo("", "s1", ""), WithPolicy(snapv1.VolumeSnapshotContentRetain)),
-			old: NewContent("c1", WithSnapshotHandle("h1"), BoundTo("", "s1", "")),
+			obj: k.unnamespaced(retain),
+			old: k.unnamespaced(),
 		},
+	} {
+		if _, dup := tests[name]; dup {
+			t.Fatalf("two content cases are named %q", name)
+		}
+		tests[name] = tc
 	}
-	runVerdicts(t, nil, Validator.Content, tests)
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	. "github.com/snapkeeper/snapkeeper/pkg/validation/validationtest"
@@ -94,22 +93,12 @@ func TestGroupContent(t *testing.T) {
 			old:     dyn(),
 			wantErr: `cannot change spec.volumeGroupSnapshotRef.uid from "uid-1" to "uid-2"`,
 		},
-		"changing the deletion policy is admitted": {
-			obj: dyn(WithPolicy(snapv1.VolumeSnapshotContentRetain)),
-			old: dyn(),
-		},
-		"annotations change freely": {
-			obj: dyn(WithAnnotation(snapshot.AnnGroupBeingDeleted, "yes")),
-			old: dyn(),
-		},
-		"a content being deleted is admitted whatever it changes": {
-			obj: NewGroupContent("gc1", WithVolumeHandles("vol-9"), GroupBoundTo("x", "y", "uid-9"), Deleting()),
-			old: dyn(Deleting()),
-		},
-		"a legacy content without namespace can change its policy": {
-			obj: NewGroupContent("gc1", WithGroupHandles("grp-1", "s"), GroupBoundTo("", "g1", ""), WithPolicy(snapv1.VolumeSnapshotContentRetain)),
-			old: NewGroupContent("gc1", WithGroupHandles("grp-1", "s"), GroupBoundTo("", "g1", "")),
-		},
 	}
+	addEditableContentCases(t, tests, contentKind[*groupv1.VolumeGroupSnapshotContent]{
+		dyn:          dyn,
+		elsewhere:    Preset(NewGroupContent, "gc1", WithVolumeHandles("vol-9"), GroupBoundTo("x", "y", "uid-9")),
+		unnamespaced: Preset(NewGroupContent, "gc1", WithGroupHandles("grp-1", "s"), GroupBoundTo("", "g1", "")),
+		beingDeleted: snapshot.AnnGroupBeingDeleted,
+	})
 	runVerdicts(t, nil, Validator.GroupContent, tests)
 }

@@ -95,9 +95,7 @@ func TestStaleCacheConflict(t *testing.T) {
 	}
 	h.refresh()
 	h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	if got, want := h.api.Content("c1").Finalizers, []string{veleroFinal, snapshot.FinalizerContentBound}; !slices.Equal(got, want) {
 		t.Errorf("finalizers %v, want %v", got, want)
 	}
@@ -108,9 +106,7 @@ func TestStaleCacheConflict(t *testing.T) {
 func TestOwnWritesAreNotRepeated(t *testing.T) {
 	h := newHarness(t, setup{contents: contents(newContent("c1")), objects: classes})
 	h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	h.writes()
 	// The cache still holds the copy before our writes.
 	res, err := h.sync("c1")
@@ -139,15 +135,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	h.driver.script(
 		createCall(goldRequest(testSecrets), nil, grpcErr(codes.Unauthenticated, "credentials rejected")),
 	)
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	h.now = h.now.Add(time.Minute)
 	h.refresh()
 	h.driver.script(createCall(goldRequest(testSecrets), snapOf("snap-id", true), nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	mark := []byte(`{"metadata":{"annotations":{"` + snapshot.AnnBeingDeleted + `":"yes"}}}`)
 	if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Patch(h.ctx, "c1", types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -157,9 +149,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	h.refresh()
 	h.driver.script(deleteCall("snap-id", testSecrets, nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 
 	if strings.Contains(h.logs.String(), testSecret) {
 		t.Error("the secret's value appears in the log")
@@ -237,27 +227,27 @@ func TestRun(t *testing.T) {
 func fakeFactory(api *testkit.API) snapinformers.SharedInformerFactory {
 	factory := snapinformers.NewSharedInformerFactory(api.Snap, 0)
 	v1 := api.Snap.SnapshotV1()
-	factory.InformerFor(&snapv1.VolumeSnapshotContent{}, func(_ snapclient.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return v1.VolumeSnapshotContents().List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return v1.VolumeSnapshotContents().Watch(ctx, o)
-			},
-		}, api.Snap), &snapv1.VolumeSnapshotContent{}, resync, cache.Indexers{})
-	})
-	factory.InformerFor(&snapv1.VolumeSnapshotClass{}, func(_ snapclient.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return v1.VolumeSnapshotClasses().List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return v1.VolumeSnapshotClasses().Watch(ctx, o)
-			},
-		}, api.Snap), &snapv1.VolumeSnapshotClass{}, resync, cache.Indexers{})
-	})
+	factory.InformerFor(&snapv1.VolumeSnapshotContent{}, fakeInformer(api, &snapv1.VolumeSnapshotContent{},
+		v1.VolumeSnapshotContents().List, v1.VolumeSnapshotContents().Watch))
+	factory.InformerFor(&snapv1.VolumeSnapshotClass{}, fakeInformer(api, &snapv1.VolumeSnapshotClass{},
+		v1.VolumeSnapshotClasses().List, v1.VolumeSnapshotClasses().Watch))
 	return factory
+}
+
+// fakeInformer makes the informer of one kind from its list and watch,
+// with the fake clientset's "no WatchList" flag passed on.
+func fakeInformer[L runtime.Object](api *testkit.API, obj runtime.Object,
+	list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
+) func(snapclient.Interface, time.Duration) cache.SharedIndexInformer {
+	return func(_ snapclient.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return list(ctx, o)
+			},
+			WatchFuncWithContext: watchFn,
+		}, api.Snap), obj, resync, cache.Indexers{})
+	}
 }
 
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {

@@ -196,9 +196,7 @@ func TestCreateMarksBeforeTheCall(t *testing.T) {
 		}
 	}
 	h.driver.script(c)
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 }
 
 func TestPollUntilReady(t *testing.T) {

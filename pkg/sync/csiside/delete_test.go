@@ -182,9 +182,7 @@ func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
 	}
 	h.refresh()
 	h.driver.script(deleteCall("snap-id", nil, nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	if h.api.Content("c1") != nil {
 		t.Error("content still exists after the marked deletion")
 	}
@@ -194,23 +192,18 @@ func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
 // the next sync, and success then releases the content.
 func TestDeleteAfterRetries(t *testing.T) {
 	h := newHarness(t, setup{contents: contents(newContent("c1", unmarked(), testkit.Status(testkit.Cut("snap-id", true)), markedDeleted()))})
-	h.driver.script(deleteCall("snap-id", nil, grpcErr(codes.DeadlineExceeded, "slow backend")))
-	if _, err := h.sync("c1"); err == nil {
-		t.Fatal("want an error from the failed DeleteSnapshot")
-	}
-	h.refresh()
-	h.driver.script(deleteCall("snap-id", nil, grpcErr(codes.DeadlineExceeded, "slow backend")))
-	if _, err := h.sync("c1"); err == nil {
-		t.Fatal("want an error from the failed DeleteSnapshot")
+	for range 2 {
+		h.driver.script(deleteCall("snap-id", nil, grpcErr(codes.DeadlineExceeded, "slow backend")))
+		if _, err := h.sync("c1"); err == nil {
+			t.Fatal("want an error from the failed DeleteSnapshot")
+		}
+		h.refresh()
 	}
 	if got := len(h.events()); got != 1 {
 		t.Errorf("%d events for the same failure twice, want 1", got)
 	}
-	h.refresh()
 	h.driver.script(deleteCall("snap-id", nil, nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	if h.api.Content("c1") != nil {
 		t.Error("content still exists")
 	}
@@ -231,9 +224,7 @@ func TestDeleteWhileCreateInFlightAfterStatusFailure(t *testing.T) {
 	}
 	h.refresh()
 	h.driver.script(createCall(goldRequest(nil), snapOf("snap-id", true), nil), deleteCall("snap-id", nil, nil))
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	if h.api.Content("c1") != nil {
 		t.Error("content still exists")
 	}

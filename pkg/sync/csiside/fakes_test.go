@@ -260,6 +260,14 @@ func (h *harness) sync(name string) (workloop.Result, error) {
 	return h.ctrl.sync(h.ctx, name)
 }
 
+// mustSync syncs name and stops the test if the sync fails.
+func (h *harness) mustSync(name string) {
+	h.t.Helper()
+	if _, err := h.sync(name); err != nil {
+		h.t.Fatalf("sync %s: %v", name, err)
+	}
+}
+
 // writes lists the writes sent since the last call, as "patch" or
 // "patch status" for contents, "verb resource [subresource]" for others.
 func (h *harness) writes() []string {

@@ -39,9 +39,7 @@ func TestInFlightDeletionNeverCreatesFromAnOutdatedCopy(t *testing.T) {
 			deleted = h.api.Content("c1").DeepCopy()
 		},
 	})
-	if _, err := h.sync("c1"); err != nil {
-		t.Fatal(err)
-	}
+	h.mustSync("c1")
 	errored := h.api.Content("c1").DeepCopy() // our status.error write
 	if errored.Status == nil || errored.Status.Error == nil || !snapshot.HasAnnotation(errored, snapshot.AnnBeingCreated, snapshot.ValueYes) {
 		t.Fatalf("after the timed-out call: annotations %v, status %+v", errored.Annotations, errored.Status)

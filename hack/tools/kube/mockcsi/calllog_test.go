@@ -9,34 +9,23 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
 )
 
 func (h *harness) list(ctx context.Context, id string, secrets map[string]string) (*csi.ListSnapshotsResponse, error) {
-	resp, err := h.in.Unary(ctx, &csi.ListSnapshotsRequest{SnapshotId: id, Secrets: secrets},
-		&grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/ListSnapshots"},
-		func(ctx context.Context, req any) (any, error) {
-			return h.svc.ListSnapshots(ctx, req.(*csi.ListSnapshotsRequest))
-		})
-	if err != nil {
-		return nil, err
-	}
-	return resp.(*csi.ListSnapshotsResponse), nil
+	return unary(ctx, h.in, csi.Controller_ListSnapshots_FullMethodName, h.svc.ListSnapshots,
+		&csi.ListSnapshotsRequest{SnapshotId: id, Secrets: secrets})
 }
 
 func TestCallLogShowsSecretKeysAndParametersNeverValues(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	resp, err := h.in.Unary(ctx, &csi.CreateSnapshotRequest{Name: "s1", SourceVolumeId: "vol",
-		Secrets: map[string]string{"user": "alice", "password": "hunter2"}, Parameters: map[string]string{"tier": "gold"}},
-		&grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/CreateSnapshot"},
-		func(ctx context.Context, req any) (any, error) {
-			return h.svc.CreateSnapshot(ctx, req.(*csi.CreateSnapshotRequest))
-		})
+	resp, err := unary(ctx, h.in, csi.Controller_CreateSnapshot_FullMethodName, h.svc.CreateSnapshot,
+		&csi.CreateSnapshotRequest{Name: "s1", SourceVolumeId: "vol",
+			Secrets: map[string]string{"user": "alice", "password": "hunter2"}, Parameters: map[string]string{"tier": "gold"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := resp.(*csi.CreateSnapshotResponse).GetSnapshot().GetSnapshotId()
+	id := resp.GetSnapshot().GetSnapshotId()
 	if _, err := h.list(ctx, id, map[string]string{"list-user": "bob"}); err != nil {
 		t.Fatal(err)
 	}

@@ -70,24 +70,26 @@ func newHarness(t *testing.T, rules ...Rule) *harness {
 	return h
 }
 
-func (h *harness) create(ctx context.Context, name string) (*csi.CreateSnapshotResponse, error) {
-	resp, err := h.in.Unary(ctx, &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: "vol"},
-		&grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/CreateSnapshot"},
-		func(ctx context.Context, req any) (any, error) {
-			return h.svc.CreateSnapshot(ctx, req.(*csi.CreateSnapshotRequest))
-		})
+// unary sends req through the interceptor to handler, as the gRPC server
+// does for fullMethod: every call of these tests takes that path.
+func unary[Req, Resp any](ctx context.Context, in *injector, fullMethod string, handler func(context.Context, Req) (Resp, error), req Req) (Resp, error) {
+	resp, err := in.Unary(ctx, req, &grpc.UnaryServerInfo{FullMethod: fullMethod},
+		func(ctx context.Context, r any) (any, error) { return handler(ctx, r.(Req)) })
 	if err != nil {
-		return nil, err
+		var none Resp
+		return none, err
 	}
-	return resp.(*csi.CreateSnapshotResponse), nil
+	return resp.(Resp), nil
+}
+
+func (h *harness) create(ctx context.Context, name string) (*csi.CreateSnapshotResponse, error) {
+	return unary(ctx, h.in, csi.Controller_CreateSnapshot_FullMethodName, h.svc.CreateSnapshot,
+		&csi.CreateSnapshotRequest{Name: name, SourceVolumeId: "vol"})
 }
 
 func (h *harness) delete(ctx context.Context, id string) error {
-	_, err := h.in.Unary(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id},
-		&grpc.UnaryServerInfo{FullMethod: "/csi.v1.Controller/DeleteSnapshot"},
-		func(ctx context.Context, req any) (any, error) {
-			return h.svc.DeleteSnapshot(ctx, req.(*csi.DeleteSnapshotRequest))
-		})
+	_, err := unary(ctx, h.in, csi.Controller_DeleteSnapshot_FullMethodName, h.svc.DeleteSnapshot,
+		&csi.DeleteSnapshotRequest{SnapshotId: id})
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,47 +13,28 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// call sends req through the interceptor to the mock service or to a group
-// server in front of it, like the gRPC server does.
+// call sends a request of any kind the tests use through the interceptor
+// to the mock service or to a group server in front of it.
 func (h *harness) call(ctx context.Context, req any) (any, error) {
 	gs := newGroupServer(h.in, h.svc)
-	var method string
-	var handler grpc.UnaryHandler
-	switch req.(type) {
+	switch r := req.(type) {
 	case *csi.CreateVolumeGroupSnapshotRequest:
-		method = "/csi.v1.GroupController/CreateVolumeGroupSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.CreateVolumeGroupSnapshot(ctx, r.(*csi.CreateVolumeGroupSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_CreateVolumeGroupSnapshot_FullMethodName, gs.CreateVolumeGroupSnapshot, r)
 	case *csi.GetVolumeGroupSnapshotRequest:
-		method = "/csi.v1.GroupController/GetVolumeGroupSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.GetVolumeGroupSnapshot(ctx, r.(*csi.GetVolumeGroupSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_GetVolumeGroupSnapshot_FullMethodName, gs.GetVolumeGroupSnapshot, r)
 	case *csi.DeleteVolumeGroupSnapshotRequest:
-		method = "/csi.v1.GroupController/DeleteVolumeGroupSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.DeleteVolumeGroupSnapshot(ctx, r.(*csi.DeleteVolumeGroupSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_DeleteVolumeGroupSnapshot_FullMethodName, gs.DeleteVolumeGroupSnapshot, r)
 	case *csi.GroupControllerGetCapabilitiesRequest:
-		method = "/csi.v1.GroupController/GroupControllerGetCapabilities"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return gs.GroupControllerGetCapabilities(ctx, r.(*csi.GroupControllerGetCapabilitiesRequest))
-		}
+		return unary(ctx, h.in, csi.GroupController_GroupControllerGetCapabilities_FullMethodName, gs.GroupControllerGetCapabilities, r)
 	case *csi.CreateSnapshotRequest:
-		method = "/csi.v1.Controller/CreateSnapshot"
-		handler = func(ctx context.Context, r any) (any, error) {
-			return h.svc.CreateSnapshot(ctx, r.(*csi.CreateSnapshotRequest))
-		}
+		return unary(ctx, h.in, csi.Controller_CreateSnapshot_FullMethodName, h.svc.CreateSnapshot, r)
 	default:
-		panic("harness.call: unsupported request")
+		panic(fmt.Sprintf("harness.call: unsupported request %T", req))
 	}
-	return h.in.Unary(ctx, req, &grpc.UnaryServerInfo{FullMethod: method}, handler)
 }
 
 func (h *harness) createGroup(ctx context.Context, name string, vols ...string) (*csi.VolumeGroupSnapshot, error) {
@@ -61,6 +43,17 @@ func (h *harness) createGroup(ctx context.Context, name string, vols ...string) 
 		return nil, err
 	}
 	return resp.(*csi.CreateVolumeGroupSnapshotResponse).GetGroupSnapshot(), nil
+}
+
+// mustCreateGroup is createGroup for a test that cannot go on without
+// the group.
+func (h *harness) mustCreateGroup(ctx context.Context, t *testing.T, name string, vols ...string) *csi.VolumeGroupSnapshot {
+	t.Helper()
+	g, err := h.createGroup(ctx, name, vols...)
+	if err != nil {
+		t.Fatalf("create group %s: %v", name, err)
+	}
+	return g
 }
 
 func (h *harness) getGroup(ctx context.Context, id string, snapshotIDs ...string) (*csi.VolumeGroupSnapshot, error) {
@@ -120,10 +113,7 @@ func httpJSON(t *testing.T, method, url string, body string, out any) int {
 func TestGroupCreateIsIdempotentByName(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-1", "vol-a", "vol-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-1", "vol-a", "vol-b")
 	if !strings.HasPrefix(g.GetGroupSnapshotId(), groupIDPrefix) || len(g.GetSnapshots()) != 2 || !g.GetReadyToUse() || g.GetCreationTime() == nil {
 		t.Fatalf("group = %v", g)
 	}
@@ -169,10 +159,7 @@ func TestGroupCreateIsIdempotentByName(t *testing.T) {
 func TestGroupNotReadyForTheFirstAnswers(t *testing.T) {
 	h := newHarness(t, Rule{Method: "*", NotReady: 2})
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-slow", "vol-a", "vol-b") // 1
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-slow", "vol-a", "vol-b") // 1
 	check := func(step string, g *csi.VolumeGroupSnapshot, want bool) {
 		t.Helper()
 		if g.GetReadyToUse() != want {
@@ -204,10 +191,7 @@ func TestGroupNotReadyForTheFirstAnswers(t *testing.T) {
 func TestGroupGet(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-get", "vol-a", "vol-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-get", "vol-a", "vol-b")
 	ids := memberIDs(g)
 	got, err := h.getGroup(ctx, g.GetGroupSnapshotId())
 	if err != nil || got.GetGroupSnapshotId() != g.GetGroupSnapshotId() || !slices.Equal(memberIDs(got), ids) ||
@@ -231,14 +215,11 @@ func TestGroupGet(t *testing.T) {
 func TestGroupDeleteAndMemberProtection(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	g, err := h.createGroup(ctx, "grp-del", "vol-a", "vol-b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-del", "vol-a", "vol-b")
 	gid, ids := g.GetGroupSnapshotId(), memberIDs(g)
 	lone, _ := h.create(ctx, "lone")
 
-	err = h.delete(ctx, ids[0])
+	err := h.delete(ctx, ids[0])
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), gid) {
 		t.Errorf("DeleteSnapshot of a member: %v, want FailedPrecondition naming %s", err, gid)
 	}
@@ -302,10 +283,7 @@ func TestGroupFaults(t *testing.T) {
 	if _, err := h.createGroup(ctx, "bad-1", "vol-a"); err != nil {
 		t.Errorf("second create of bad-1: %v", err)
 	}
-	doomed, err := h.createGroup(ctx, "doomed-1", "vol-a")
-	if err != nil {
-		t.Fatal(err)
-	}
+	doomed := h.mustCreateGroup(ctx, t, "doomed-1", "vol-a")
 	// The glob on the name also catches the delete by id.
 	if err := h.deleteGroup(ctx, doomed.GetGroupSnapshotId()); status.Code(err) != codes.Internal {
 		t.Errorf("delete of doomed-1: %v, want Internal", err)
@@ -370,10 +348,7 @@ func TestPerVolumeSizes(t *testing.T) {
 	if err != nil || other.GetSnapshot().GetSizeBytes() != 5 {
 		t.Errorf("CreateSnapshot of a volume without a size = %v, %v; want the fallback 5", other, err)
 	}
-	g, err := h.createGroup(ctx, "grp-sized", "vol-a", "vol-b", "vol-x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := h.mustCreateGroup(ctx, t, "grp-sized", "vol-a", "vol-b", "vol-x")
 	want := map[string]int64{"vol-a": 1 << 30, "vol-b": 2048, "vol-x": 5}
 	for _, s := range g.GetSnapshots() {
 		if s.GetSizeBytes() != want[s.GetSourceVolumeId()] {
