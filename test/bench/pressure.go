@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -107,16 +105,7 @@ func (p pressure) rejections() string {
 	if len(p.APFRejected) == 0 {
 		return s + " (APF rejected none)"
 	}
-	var parts []string
-	keys := make([]string, 0, len(p.APFRejected))
-	for k := range p.APFRejected {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, p.APFRejected[k]))
-	}
-	return s + " (APF: " + strings.Join(parts, ", ") + ")"
+	return s + " (APF: " + listing(p.APFRejected, ", ", func(k string, v float64) string { return fmt.Sprintf("%s %.0f", k, v) }) + ")"
 }
 
 // throttle is the client-side waiting, or why it is unknown.
