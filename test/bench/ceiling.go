@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 const ceilingNamespace = "bench-ceiling"
@@ -58,7 +60,7 @@ func measureCeilings(ctx context.Context, cl *clients, ops, conc int) (ceilings,
 	if err := vss.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return c, err
 	}
-	return c, retry(ctx, time.Minute, func() error {
+	return c, framework.PollContext(ctx, time.Minute, "the ceiling's VolumeSnapshots to be gone", func() error {
 		l, err := vss.List(ctx, metav1.ListOptions{Limit: 1})
 		if err == nil && len(l.Items) > 0 {
 			err = fmt.Errorf("%d+ ceiling VolumeSnapshots still exist", len(l.Items))

@@ -153,7 +153,7 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 	if err != nil {
 		return err
 	}
-	res.Delete.Events = subEvents(events, res.Create.Events)
+	res.Delete.Events = diff(events, res.Create.Events)
 	return b.exited()
 }
 

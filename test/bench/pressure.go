@@ -69,15 +69,9 @@ func throttling(ctx context.Context, r *running, p *pressure) {
 }
 
 func (p pressure) sub(o pressure) pressure {
-	out := pressure{Code429: p.Code429 - o.Code429, APFRejected: map[string]float64{},
+	return pressure{Code429: p.Code429 - o.Code429, APFRejected: diff(p.APFRejected, o.APFRejected),
 		ThrottleSeconds: p.ThrottleSeconds - o.ThrottleSeconds, ThrottleWaits: p.ThrottleWaits - o.ThrottleWaits,
 		Exposing: p.Exposing, Processes: p.Processes}
-	for k, v := range p.APFRejected {
-		if d := v - o.APFRejected[k]; d != 0 {
-			out.APFRejected[k] = d
-		}
-	}
-	return out
 }
 
 func (p pressure) add(o pressure) pressure {

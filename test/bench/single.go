@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // The "one snapshot alone" stage: the latency of a single snapshot on an
@@ -162,7 +164,7 @@ func priceOneWrite(ctx context.Context, cl *clients, res *singleResult) error {
 	// No finalizer was ever added, so it is gone once Delete returns;
 	// checked anyway, as the write ceiling does, since a controller that
 	// saw it would act on it.
-	return retry(ctx, time.Minute, func() error {
+	return framework.PollContext(ctx, time.Minute, "the write-pricing VolumeSnapshot to be gone", func() error {
 		_, err := vss.Get(ctx, name, metav1.GetOptions{})
 		if errors.IsNotFound(err) {
 			return nil

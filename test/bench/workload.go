@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,7 +269,7 @@ func csiCalls(ctx context.Context, d *framework.CSIDriver) (map[string]int64, er
 	out := map[string]int64{}
 	for method, codes := range raw {
 		short := method
-		if i := lastSlash(method); i >= 0 {
+		if i := strings.LastIndexByte(method, '/'); i >= 0 {
 			short = method[i+1:]
 		}
 		for code, n := range codes {
@@ -279,23 +280,4 @@ func csiCalls(ctx context.Context, d *framework.CSIDriver) (map[string]int64, er
 		}
 	}
 	return out, nil
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
-}
-
-func subCalls(a, b map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
 }
