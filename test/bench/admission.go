@@ -209,12 +209,9 @@ func restorePVC() *corev1.PersistentVolumeClaim {
 }
 
 func dynamicSnapshot() *snapv1.VolumeSnapshot {
-	src := admSource
-	return &snapv1.VolumeSnapshot{
-		TypeMeta:   metav1.TypeMeta{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot"},
-		ObjectMeta: metav1.ObjectMeta{Name: "dynamic", Namespace: benchNamespace},
-		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &src}},
-	}
+	vs := framework.DynamicSnapshot(benchNamespace, "dynamic", admSource, nil)
+	vs.TypeMeta = metav1.TypeMeta{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot"}
+	return vs
 }
 
 func admissionRequests() ([]admissionRequest, error) {

@@ -83,11 +83,8 @@ func prepare(ctx context.Context, env *framework.Env, n int) error {
 // at once from conc goroutines.
 func createSnapshots(ctx context.Context, cl *clients, n, conc int) error {
 	return parallel(ctx, n, conc, func(ctx context.Context, i int) error {
-		pvc := pvcName(i)
-		_, err := cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace).Create(ctx, &snapv1.VolumeSnapshot{
-			ObjectMeta: metav1.ObjectMeta{Name: snapName(i), Namespace: benchNamespace},
-			Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}},
-		}, metav1.CreateOptions{})
+		vs := framework.DynamicSnapshot(benchNamespace, snapName(i), pvcName(i), nil)
+		_, err := cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace).Create(ctx, vs, metav1.CreateOptions{})
 		return err
 	})
 }
