@@ -63,19 +63,14 @@ func runSingleStage(ctx context.Context, o options, rep *report, oursArgs []stri
 	if err != nil {
 		return err
 	}
-	for _, sys := range systems {
+	eachSystem(ctx, "single ", systems, func(sys *system) error {
 		logf("[single %s] %d sequential snapshots", sys.ID, o.single)
 		r := &singleResult{System: sys, N: o.single, CreateStages: map[string][]time.Duration{}, DeleteStages: map[string][]time.Duration{}}
 		r.Err = single(ctx, sys, o, r)
-		if r.Err != nil {
-			logf("[single %s] FAILED: %v", sys.ID, r.Err)
-		}
 		rep.single = append(rep.single, r)
 		flush()
-		if ctx.Err() != nil {
-			break
-		}
-	}
+		return r.Err
+	})
 	return nil
 }
 
