@@ -21,7 +21,6 @@ import (
 const (
 	benchNamespace = "bench"
 	className      = "bench-class"
-	defaultClassAn = "snapshot.storage.kubernetes.io/is-default-class"
 )
 
 // parallel runs fn(i) for i in [0,n) on at most conc goroutines and returns
@@ -62,20 +61,23 @@ func snapName(i int) string { return fmt.Sprintf("snap-%05d", i) }
 // prepare creates the namespace, n bound PVC/PV pairs of the mock driver
 // and the driver's default class. None of this is inside a measured window.
 func prepare(ctx context.Context, env *framework.Env, n int) error {
+	return prepareClaims(ctx, env, n, func(ctx context.Context, i int) error {
+		_, err := env.BindPVC(ctx, benchNamespace, pvcName(i), framework.PVCOptions{Driver: framework.MockDriverName})
+		return err
+	})
+}
+
+// prepareClaims creates the namespace, binds n claims there (bind binds
+// the i-th) and creates the driver's default class.
+func prepareClaims(ctx context.Context, env *framework.Env, n int, bind func(ctx context.Context, i int) error) error {
 	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil && !errors.IsAlreadyExists(err) {
 		return err
 	}
-	if err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
-		_, err := env.BindPVC(ctx, benchNamespace, pvcName(i), framework.PVCOptions{Driver: framework.MockDriverName})
-		return err
-	}); err != nil {
+	if err := parallel(ctx, n, 32, bind); err != nil {
 		return err
 	}
-	_, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: className, Annotations: map[string]string{defaultClassAn: "true"}},
-		Driver:         framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, metav1.CreateOptions{})
+	class := framework.SnapshotClass(className, framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, true)
+	_, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{})
 	return err
 }
 
