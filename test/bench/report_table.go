@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -48,14 +49,7 @@ func joinCols[T any](xs []T, f func(T) string) string {
 	return strings.Join(cols, " | ")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // listing renders the entries of m sorted by key, each as item(k, v) and
 // left out when that is empty, joined by sep; "none" when nothing is left.
