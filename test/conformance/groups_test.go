@@ -118,55 +118,49 @@ func (r *run) handles(ids []string) string {
 // groupObjects records every group snapshot and group content of the run
 // under prefix p.
 func (r *run) groupObjects(p string, o *obs, out outcome) {
-	for _, n := range known(r, "VolumeGroupSnapshot", o.vgs) {
-		pre := p + "VolumeGroupSnapshot/" + n + "."
-		g := o.vgs[n]
-		if !recordObject(r, pre, g, out) {
-			continue
-		}
-		setOptional(out, pre+"spec.volumeGroupSnapshotClassName", g.Spec.VolumeGroupSnapshotClassName, asIs)
-		setOptional(out, pre+"spec.source.volumeGroupSnapshotContentName", g.Spec.Source.VolumeGroupSnapshotContentName, r.norm)
-		if s := g.Spec.Source.Selector; s != nil {
-			out.set(pre+"spec.source.selector", metav1.FormatLabelSelector(s))
-		}
-		s := g.Status
-		if s == nil {
-			out.set(pre+"status", "unset")
-			continue
-		}
-		setOptional(out, pre+"status.boundVolumeGroupSnapshotContentName", s.BoundVolumeGroupSnapshotContentName, r.norm)
-		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+	recordKind(r, p, "VolumeGroupSnapshot", o.vgs, asIs, out, r.recordGroup)
+	recordKind(r, p, "VolumeGroupSnapshotContent", o.vgsc, r.norm, out, r.recordGroupContent)
+}
+
+func (r *run) recordGroup(pre string, g *groupv1.VolumeGroupSnapshot, out outcome) {
+	setOptional(out, pre+"spec.volumeGroupSnapshotClassName", g.Spec.VolumeGroupSnapshotClassName, asIs)
+	setOptional(out, pre+"spec.source.volumeGroupSnapshotContentName", g.Spec.Source.VolumeGroupSnapshotContentName, r.norm)
+	if s := g.Spec.Source.Selector; s != nil {
+		out.set(pre+"spec.source.selector", metav1.FormatLabelSelector(s))
 	}
-	for _, n := range known(r, "VolumeGroupSnapshotContent", o.vgsc) {
-		pre := p + "VolumeGroupSnapshotContent/" + r.norm(n) + "."
-		c := o.vgsc[n]
-		if !recordObject(r, pre, c, out) {
-			continue
-		}
-		sp := c.Spec
-		r.recordContentSpec(pre, "GroupSnapshot", sp.DeletionPolicy, sp.Driver, sp.VolumeGroupSnapshotClassName, sp.VolumeGroupSnapshotRef, out)
-		if len(sp.Source.VolumeHandles) > 0 {
-			vols := append([]string(nil), sp.Source.VolumeHandles...)
-			sort.Strings(vols)
-			out.set(pre+"spec.source.volumeHandles", strings.Join(vols, ","))
-		}
-		if h := sp.Source.GroupSnapshotHandles; h != nil {
-			out.set(pre+"spec.source.groupSnapshotHandles", r.handle(h.VolumeGroupSnapshotHandle)+" "+r.handles(h.VolumeSnapshotHandles))
-		}
-		s := c.Status
-		if s == nil {
-			out.set(pre+"status", "unset")
-			continue
-		}
-		setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
-		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
-		for _, info := range s.VolumeSnapshotInfoList {
-			ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
-			out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
-			out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
-			out.set(ipre+"creationTime", unixTime(info.CreationTime))
-			setOptional(out, ipre+"restoreSize", info.RestoreSize, formatInt)
-		}
+	s := g.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.boundVolumeGroupSnapshotContentName", s.BoundVolumeGroupSnapshotContentName, r.norm)
+	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+}
+
+func (r *run) recordGroupContent(pre string, c *groupv1.VolumeGroupSnapshotContent, out outcome) {
+	sp := c.Spec
+	r.recordContentSpec(pre, "GroupSnapshot", sp.DeletionPolicy, sp.Driver, sp.VolumeGroupSnapshotClassName, sp.VolumeGroupSnapshotRef, out)
+	if len(sp.Source.VolumeHandles) > 0 {
+		vols := append([]string(nil), sp.Source.VolumeHandles...)
+		sort.Strings(vols)
+		out.set(pre+"spec.source.volumeHandles", strings.Join(vols, ","))
+	}
+	if h := sp.Source.GroupSnapshotHandles; h != nil {
+		out.set(pre+"spec.source.groupSnapshotHandles", r.handle(h.VolumeGroupSnapshotHandle)+" "+r.handles(h.VolumeSnapshotHandles))
+	}
+	s := c.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
+	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+	for _, info := range s.VolumeSnapshotInfoList {
+		ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
+		out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
+		out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
+		out.set(ipre+"creationTime", unixTime(info.CreationTime))
+		setOptional(out, ipre+"restoreSize", info.RestoreSize, formatInt)
 	}
 }
 

@@ -456,59 +456,63 @@ func (r *run) final(o *obs, out outcome) {
 
 // objects records every object of the run in detail under prefix p.
 func (r *run) objects(p string, o *obs, out outcome) {
-	for _, n := range known(r, "VolumeSnapshot", o.vs) {
-		pre := p + "VolumeSnapshot/" + r.normHash(n) + "."
-		v := o.vs[n]
-		if !recordObject(r, pre, v, out) {
-			continue
-		}
-		setOptional(out, pre+"spec.volumeSnapshotClassName", v.Spec.VolumeSnapshotClassName, asIs)
-		switch src := v.Spec.Source; {
-		case src.PersistentVolumeClaimName != nil:
-			out.set(pre+"spec.source.persistentVolumeClaimName", *src.PersistentVolumeClaimName)
-		case src.VolumeSnapshotContentName != nil:
-			out.set(pre+"spec.source.volumeSnapshotContentName", r.norm(*src.VolumeSnapshotContentName))
-		}
-		s := v.Status
-		if s == nil {
-			out.set(pre+"status", "unset")
-			continue
-		}
-		setOptional(out, pre+"status.boundVolumeSnapshotContentName", s.BoundVolumeSnapshotContentName, r.norm)
-		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
-		setOptional(out, pre+"status.restoreSize", s.RestoreSize, func(q resource.Quantity) string { return q.String() })
-		setOptional(out, pre+"status.volumeGroupSnapshotName", s.VolumeGroupSnapshotName, asIs)
-	}
-	for _, n := range known(r, "VolumeSnapshotContent", o.vsc) {
-		pre := p + "VolumeSnapshotContent/" + r.norm(n) + "."
-		c := o.vsc[n]
-		if !recordObject(r, pre, c, out) {
-			continue
-		}
-		sp := c.Spec
-		r.recordContentSpec(pre, "Snapshot", sp.DeletionPolicy, sp.Driver, sp.VolumeSnapshotClassName, sp.VolumeSnapshotRef, out)
-		setOptional(out, pre+"spec.source.volumeHandle", sp.Source.VolumeHandle, r.norm)
-		setOptional(out, pre+"spec.source.snapshotHandle", sp.Source.SnapshotHandle, r.handle)
-		setOptional(out, pre+"spec.sourceVolumeMode", sp.SourceVolumeMode, func(m corev1.PersistentVolumeMode) string { return string(m) })
-		s := c.Status
-		if s == nil {
-			out.set(pre+"status", "unset")
-			continue
-		}
-		setOptional(out, pre+"status.snapshotHandle", s.SnapshotHandle, r.handle)
-		r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
-		setOptional(out, pre+"status.restoreSize", s.RestoreSize, formatInt)
-		setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
-	}
-	for _, n := range known(r, "PersistentVolumeClaim", o.pvc) {
-		pre := p + "PersistentVolumeClaim/" + n + "."
-		c := o.pvc[n]
-		if !recordObject(r, pre, c, out) {
-			continue
-		}
+	recordKind(r, p, "VolumeSnapshot", o.vs, r.normHash, out, r.recordSnapshot)
+	recordKind(r, p, "VolumeSnapshotContent", o.vsc, r.norm, out, r.recordContent)
+	recordKind(r, p, "PersistentVolumeClaim", o.pvc, asIs, out, func(pre string, c *corev1.PersistentVolumeClaim, out outcome) {
 		out.set(pre+"status.phase", string(c.Status.Phase))
-	}
+	})
 	r.groupObjects(p, o, out)
+}
+
+// recordKind records every object of kind the run has seen, under prefix p
+// and its name as shown by name: whether it exists now (in now) and, if
+// so, its metadata and what detail records.
+func recordKind[T interface {
+	comparable
+	metav1.Object
+}](r *run, p, kind string, now map[string]T, name func(string) string, out outcome, detail func(pre string, obj T, out outcome)) {
+	for _, n := range known(r, kind, now) {
+		pre := p + kind + "/" + name(n) + "."
+		if obj := now[n]; recordObject(r, pre, obj, out) {
+			detail(pre, obj, out)
+		}
+	}
+}
+
+func (r *run) recordSnapshot(pre string, v *snapv1.VolumeSnapshot, out outcome) {
+	setOptional(out, pre+"spec.volumeSnapshotClassName", v.Spec.VolumeSnapshotClassName, asIs)
+	switch src := v.Spec.Source; {
+	case src.PersistentVolumeClaimName != nil:
+		out.set(pre+"spec.source.persistentVolumeClaimName", *src.PersistentVolumeClaimName)
+	case src.VolumeSnapshotContentName != nil:
+		out.set(pre+"spec.source.volumeSnapshotContentName", r.norm(*src.VolumeSnapshotContentName))
+	}
+	s := v.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.boundVolumeSnapshotContentName", s.BoundVolumeSnapshotContentName, r.norm)
+	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+	setOptional(out, pre+"status.restoreSize", s.RestoreSize, func(q resource.Quantity) string { return q.String() })
+	setOptional(out, pre+"status.volumeGroupSnapshotName", s.VolumeGroupSnapshotName, asIs)
+}
+
+func (r *run) recordContent(pre string, c *snapv1.VolumeSnapshotContent, out outcome) {
+	sp := c.Spec
+	r.recordContentSpec(pre, "Snapshot", sp.DeletionPolicy, sp.Driver, sp.VolumeSnapshotClassName, sp.VolumeSnapshotRef, out)
+	setOptional(out, pre+"spec.source.volumeHandle", sp.Source.VolumeHandle, r.norm)
+	setOptional(out, pre+"spec.source.snapshotHandle", sp.Source.SnapshotHandle, r.handle)
+	setOptional(out, pre+"spec.sourceVolumeMode", sp.SourceVolumeMode, func(m corev1.PersistentVolumeMode) string { return string(m) })
+	s := c.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.snapshotHandle", s.SnapshotHandle, r.handle)
+	r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
+	setOptional(out, pre+"status.restoreSize", s.RestoreSize, formatInt)
+	setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
 }
 
 // statusError records a status.error of any snapshot kind: set or not, and
