@@ -290,17 +290,19 @@ func findPids(fragments ...string) []int {
 		if err != nil {
 			continue
 		}
-		cmd := string(b)
-		ok := true
-		for _, f := range fragments {
-			if !strings.Contains(cmd, f) {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if containsAll(string(b), fragments) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// containsAll reports whether s contains every one of parts.
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
