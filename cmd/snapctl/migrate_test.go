@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -543,7 +542,7 @@ type wireAPI struct {
 }
 
 func (f *wireAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := readBody(r, nil)
 	f.mu.Lock()
 	// The client's per-request timeout, on every request, is left out.
 	q := r.URL.Query()
@@ -555,16 +554,11 @@ func (f *wireAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.requests = append(f.requests, r.Method+" "+r.URL.Path+"?"+q.Encode())
 	f.mu.Unlock()
 	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + grVolumeGroupSnapshots.String()
-	answer := func(code int, obj any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(obj)
-	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == crdPath:
-		answer(http.StatusOK, testCRD(grVolumeGroupSnapshots, "v1beta1", "v1beta2").Object)
+		answerJSON(w, http.StatusOK, testCRD(grVolumeGroupSnapshots, "v1beta1", "v1beta2").Object)
 	case r.Method == http.MethodGet && r.URL.Path == "/apis/groupsnapshot.storage.k8s.io/v1beta2/volumegroupsnapshots":
-		answer(http.StatusOK, map[string]any{"apiVersion": "groupsnapshot.storage.k8s.io/v1beta2", "kind": "VolumeGroupSnapshotList",
+		answerJSON(w, http.StatusOK, map[string]any{"apiVersion": "groupsnapshot.storage.k8s.io/v1beta2", "kind": "VolumeGroupSnapshotList",
 			"metadata": map[string]any{}, "items": []any{testObject(grVolumeGroupSnapshots, "v1beta2", "ns", "g").Object}})
 	case r.Method == http.MethodPut && r.URL.Path == "/apis/groupsnapshot.storage.k8s.io/v1beta2/namespaces/ns/volumegroupsnapshots/g":
 		f.mu.Lock()
@@ -576,10 +570,9 @@ func (f *wireAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.patch = r.Header.Get("Content-Type") + " " + string(body)
 		f.mu.Unlock()
-		answer(http.StatusOK, testCRD(grVolumeGroupSnapshots, "v1beta2").Object)
+		answerJSON(w, http.StatusOK, testCRD(grVolumeGroupSnapshots, "v1beta2").Object)
 	default:
-		answer(http.StatusNotFound, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound, Message: "not found"})
+		answerJSON(w, http.StatusNotFound, apiStatus(http.StatusNotFound, metav1.StatusReasonNotFound, "not found"))
 	}
 }
 

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -33,8 +31,7 @@ func TestSelftestClassBreaksTheRule(t *testing.T) {
 // (k8s.io/apiserver's webhook ToStatusErr): our code and reason, the
 // message behind "admission webhook NAME denied the request: ".
 func webhookStatus(name string, code int32, reason metav1.StatusReason, msg string) *metav1.Status {
-	return &metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason,
-		Message: fmt.Sprintf("admission webhook %q denied the request: %s", name, msg)}
+	return apiStatus(code, reason, fmt.Sprintf("admission webhook %q denied the request: %s", name, msg))
 }
 
 // fakeAPI answers the create of a VolumeSnapshotClass with status (nil:
@@ -52,28 +49,23 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.dryRun = r.URL.Query()["dryRun"]
-	body, _ := io.ReadAll(r.Body)
-	_ = json.Unmarshal(body, &f.sent)
+	body := readBody(r, &f.sent)
 	if f.abort {
 		panic(http.ErrAbortHandler)
 	}
-	w.Header().Set("Content-Type", "application/json")
 	if f.status == nil {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)
 		return
 	}
-	f.status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	w.WriteHeader(int(f.status.Code))
-	_ = json.NewEncoder(w).Encode(f.status)
+	answerJSON(w, int(f.status.Code), f.status)
 }
 
 func TestSelftestOutcomes(t *testing.T) {
 	errs, _ := validation.Validator{Lookup: &validation.StaticLookup{}}.Class(validation.Create, invalidClass("c"), nil)
 	rule := validation.Message(errs)
-	forbidden := func(msg string) *metav1.Status {
-		return &metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: msg}
-	}
+	forbidden := func(msg string) *metav1.Status { return apiStatus(403, metav1.StatusReasonForbidden, msg) }
 	for name, tc := range map[string]struct {
 		api  *fakeAPI
 		pass bool
@@ -82,11 +74,11 @@ func TestSelftestOutcomes(t *testing.T) {
 		"our denial":      {api: &fakeAPI{status: webhookStatus(classWebhook, 403, metav1.StatusReasonForbidden, rule)}, pass: true},
 		"admitted":        {api: &fakeAPI{}, says: "admitted"},
 		"rbac":            {api: &fakeAPI{status: forbidden(`volumesnapshotclasses.snapshot.storage.k8s.io "c" is forbidden: User "x" cannot create`)}, says: "not by " + classWebhook},
-		"unreachable":     {api: &fakeAPI{status: &metav1.Status{Status: metav1.StatusFailure, Code: 500, Reason: metav1.StatusReasonInternalError, Message: fmt.Sprintf("Internal error occurred: failed calling webhook %q: connection refused", classWebhook)}}, says: "could not call the webhook"},
+		"unreachable":     {api: &fakeAPI{status: apiStatus(500, metav1.StatusReasonInternalError, fmt.Sprintf("Internal error occurred: failed calling webhook %q: connection refused", classWebhook))}, says: "could not call the webhook"},
 		"webhook error":   {api: &fakeAPI{status: webhookStatus(classWebhook, 400, metav1.StatusReasonBadRequest, "cannot decode")}, says: "got BadRequest"},
 		"another rule":    {api: &fakeAPI{status: webhookStatus(classWebhook, 403, metav1.StatusReasonForbidden, "something else")}, says: "not for the secret reference"},
 		"another webhook": {api: &fakeAPI{status: webhookStatus("other.example.com", 403, metav1.StatusReasonForbidden, rule)}, says: "not by " + classWebhook},
-		"no CRD":          {api: &fakeAPI{status: &metav1.Status{Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}, says: "got NotFound"},
+		"no CRD":          {api: &fakeAPI{status: apiStatus(404, metav1.StatusReasonNotFound, "the server could not find the requested resource")}, says: "got NotFound"},
 		"no answer":       {api: &fakeAPI{abort: true}, says: "without an API status"},
 	} {
 		t.Run(name, func(t *testing.T) {

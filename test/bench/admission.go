@@ -105,13 +105,13 @@ func admission(ctx context.Context, o admissionOptions, res *admissionResult) (e
 	}
 	// The authorizer learns of the new RoleBinding from its informers.
 	for _, r := range reqs {
-		if err := retry(ctx, 30*time.Second, func() error { return r.dryRun(ctx, appliers[len(appliers)-1]) }); err != nil {
+		if err := framework.PollContext(ctx, 30*time.Second, "an applier's dry run", func() error { return r.dryRun(ctx, appliers[len(appliers)-1]) }); err != nil {
 			return fmt.Errorf("%s as an applier: %w", r.name, err)
 		}
 	}
 	// The webhook reads the fixture from informers: wait until it admits
 	// the restore through the API server.
-	if err := retry(ctx, 30*time.Second, func() error { return reqs[0].dryRun(ctx, cl) }); err != nil {
+	if err := framework.PollContext(ctx, 30*time.Second, "the webhook to admit the restore", func() error { return reqs[0].dryRun(ctx, cl) }); err != nil {
 		return fmt.Errorf("restore never admitted: %w", err)
 	}
 	for _, r := range reqs {
@@ -209,12 +209,9 @@ func restorePVC() *corev1.PersistentVolumeClaim {
 }
 
 func dynamicSnapshot() *snapv1.VolumeSnapshot {
-	src := admSource
-	return &snapv1.VolumeSnapshot{
-		TypeMeta:   metav1.TypeMeta{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot"},
-		ObjectMeta: metav1.ObjectMeta{Name: "dynamic", Namespace: benchNamespace},
-		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &src}},
-	}
+	vs := framework.DynamicSnapshot(benchNamespace, "dynamic", admSource, nil)
+	vs.TypeMeta = metav1.TypeMeta{APIVersion: snapv1.SchemeGroupVersion.String(), Kind: "VolumeSnapshot"}
+	return vs
 }
 
 func admissionRequests() ([]admissionRequest, error) {

@@ -119,7 +119,7 @@ func row(name, path string, conc int, lat []time.Duration, elapsed time.Duration
 // waitWebhookGone waits until the API server stops calling the webhook: a
 // class with an unknown reserved parameter is then admitted (dry run).
 func waitWebhookGone(ctx context.Context, cl *clients) error {
-	return retry(ctx, 30*time.Second, func() error {
+	return framework.PollContext(ctx, 30*time.Second, "the API server to stop calling the webhook", func() error {
 		_, err := cl.snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
 			ObjectMeta:     metav1.ObjectMeta{Name: "bench-probe"},
 			Driver:         "probe.example.com",
@@ -128,22 +128,4 @@ func waitWebhookGone(ctx context.Context, cl *clients) error {
 		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	})
-}
-
-func retry(ctx context.Context, timeout time.Duration, fn func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

@@ -7,7 +7,6 @@ import (
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -153,7 +152,7 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 	if err != nil {
 		return err
 	}
-	res.Delete.Events = subEvents(events, res.Create.Events)
+	res.Delete.Events = diff(events, res.Create.Events)
 	return b.exited()
 }
 
@@ -161,10 +160,7 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 // labelled with their group) and the driver's default snapshot and group
 // classes, outside any measured window.
 func prepareGroups(ctx context.Context, env *framework.Env, groups, size int) error {
-	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil && !errors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := parallel(ctx, groups*size, 32, func(ctx context.Context, i int) error {
+	if err := prepareClaims(ctx, env, groups*size, func(ctx context.Context, i int) error {
 		g, m := i/size, i%size
 		name := groupClaim(g, m)
 		if _, err := env.BindPVC(ctx, benchNamespace, name, framework.PVCOptions{Driver: framework.MockDriverName}); err != nil {
@@ -174,13 +170,6 @@ func prepareGroups(ctx context.Context, env *framework.Env, groups, size int) er
 		_, err := env.Kube.CoreV1().PersistentVolumeClaims(benchNamespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	}); err != nil {
-		return err
-	}
-	if _, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: className, Annotations: map[string]string{defaultClassAn: "true"}},
-		Driver:         framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	_, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{

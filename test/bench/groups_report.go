@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -11,7 +10,7 @@ func (r *report) groupSection(b *strings.Builder) {
 	if len(r.groups) == 0 {
 		return
 	}
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	g0 := r.groups[0]
 	p("## Volume group snapshots: %d groups of %d claims, created at once, then deleted", g0.Groups, g0.Size)
 	p("")
@@ -20,16 +19,7 @@ func (r *report) groupSection(b *strings.Builder) {
 	p("then the claims are bound. The clock runs until every group and its %d members are ready, then until every group,", g0.Size)
 	p("group content, member and backend snapshot is gone. Writes are the API server's count (the benchmark's own removed).")
 	p("")
-	p("| | %s |", joinGroupCols(r.groups, func(g *groupResult) string { return g.System.Label }))
-	p("|---|%s", strings.Repeat("---|", len(r.groups)))
-	row := func(name string, f func(g *groupResult) string) {
-		p("| %s | %s |", name, joinGroupCols(r.groups, func(g *groupResult) string {
-			if g.Err != nil {
-				return "FAILED"
-			}
-			return f(g)
-		}))
-	}
+	row := resultTable(p, r.groups, func(g *groupResult) string { return g.System.Label }, func(g *groupResult) bool { return g.Err != nil })
 	row("raw write ceiling of this control plane: ConfigMaps / VolumeSnapshots (CRD)", func(g *groupResult) string {
 		if !g.measured() {
 			return "not measured"
@@ -85,8 +75,7 @@ func groupFloor(g *groupResult) string {
 	if !g.measured() {
 		return "not measured"
 	}
-	return fmt.Sprintf("%s / %s · %s / %s", secs(floor(g.Create, g.Ceiling, false)), secs(floor(g.Delete, g.Ceiling, false)),
-		secs(floor(g.Create, g.Ceiling, true)), secs(floor(g.Delete, g.Ceiling, true)))
+	return floors(g.Create, g.Delete, g.Ceiling)
 }
 
 // groupRatio is the time of phase ph over its raw and CRD-priced floors.
@@ -94,12 +83,12 @@ func groupRatio(g *groupResult, ph phase) string {
 	if !g.measured() {
 		return "not measured"
 	}
-	return fmt.Sprintf("%.1f× · %.1f×", ratio(ph.Duration, floor(ph, g.Ceiling, false)), ratio(ph.Duration, floor(ph, g.Ceiling, true)))
+	return floorRatios(ph, g.Ceiling)
 }
 
 // groupAnalysis gives, per system of the group stage, the times to
 // all-ready and all-deleted over their CRD-priced write floors.
-func (r *report) groupAnalysis(p func(format string, args ...any)) {
+func (r *report) groupAnalysis(p printer) {
 	for _, g := range r.groups {
 		head := fmt.Sprintf("- Groups, %d of %d claims, %s:", g.Groups, g.Size, g.System.Label)
 		switch {
@@ -128,20 +117,7 @@ func groupWriteResources(gs []*groupResult) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for res := range seen {
-		out = append(out, res)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func joinGroupCols(gs []*groupResult, f func(*groupResult) string) string {
-	cols := make([]string, len(gs))
-	for i, g := range gs {
-		cols[i] = f(g)
-	}
-	return strings.Join(cols, " | ")
+	return sortedKeys(seen)
 }
 
 // reasons lists the event reasons of both phases with their counts.
@@ -152,38 +128,20 @@ func reasons(a, b map[string]int) string {
 			all[k] += v
 		}
 	}
-	keys := make([]string, 0, len(all))
-	for k, v := range all {
-		if v > 0 {
-			keys = append(keys, k)
+	return listing(all, ", ", func(k string, v int) string {
+		if v <= 0 {
+			return ""
 		}
-	}
-	sort.Strings(keys)
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = fmt.Sprintf("%s: %d", k, all[k])
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ", ")
+		return fmt.Sprintf("%s: %d", k, v)
+	})
 }
 
 // callList is the CSI calls by method, per group.
 func callList(calls map[string]int64, n int) string {
-	keys := make([]string, 0, len(calls))
-	for k := range calls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []string
-	for _, k := range keys {
-		if calls[k] > 0 && strings.Contains(k, "Snapshot") {
-			out = append(out, k+" "+per(float64(calls[k]), n))
+	return listing(calls, ", ", func(k string, v int64) string {
+		if v <= 0 || !strings.Contains(k, "Snapshot") {
+			return ""
 		}
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ", ")
+		return k + " " + per(float64(v), n)
+	})
 }

@@ -69,15 +69,16 @@ func newWriteCounts() writeCounts {
 
 // Sub returns w - o.
 func (w writeCounts) Sub(o writeCounts) writeCounts {
-	out := newWriteCounts()
-	for k, v := range w.ByKey {
-		if d := v - o.ByKey[k]; d != 0 {
-			out.ByKey[k] = d
-		}
-	}
-	for k, v := range w.ByCode {
-		if d := v - o.ByCode[k]; d != 0 {
-			out.ByCode[k] = d
+	return writeCounts{ByKey: diff(w.ByKey, o.ByKey), ByCode: diff(w.ByCode, o.ByCode)}
+}
+
+// diff is a - b without the keys that did not change: what counters read
+// at both ends of a window counted in it.
+func diff[M ~map[K]V, K comparable, V int | int64 | float64](a, b M) M {
+	out := M{}
+	for k, v := range a {
+		if d := v - b[k]; d != 0 {
+			out[k] = d
 		}
 	}
 	return out
@@ -289,17 +290,19 @@ func findPids(fragments ...string) []int {
 		if err != nil {
 			continue
 		}
-		cmd := string(b)
-		ok := true
-		for _, f := range fragments {
-			if !strings.Contains(cmd, f) {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if containsAll(string(b), fragments) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// containsAll reports whether s contains every one of parts.
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

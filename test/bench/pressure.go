@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -71,15 +69,9 @@ func throttling(ctx context.Context, r *running, p *pressure) {
 }
 
 func (p pressure) sub(o pressure) pressure {
-	out := pressure{Code429: p.Code429 - o.Code429, APFRejected: map[string]float64{},
+	return pressure{Code429: p.Code429 - o.Code429, APFRejected: diff(p.APFRejected, o.APFRejected),
 		ThrottleSeconds: p.ThrottleSeconds - o.ThrottleSeconds, ThrottleWaits: p.ThrottleWaits - o.ThrottleWaits,
 		Exposing: p.Exposing, Processes: p.Processes}
-	for k, v := range p.APFRejected {
-		if d := v - o.APFRejected[k]; d != 0 {
-			out.APFRejected[k] = d
-		}
-	}
-	return out
 }
 
 func (p pressure) add(o pressure) pressure {
@@ -107,16 +99,7 @@ func (p pressure) rejections() string {
 	if len(p.APFRejected) == 0 {
 		return s + " (APF rejected none)"
 	}
-	var parts []string
-	keys := make([]string, 0, len(p.APFRejected))
-	for k := range p.APFRejected {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, p.APFRejected[k]))
-	}
-	return s + " (APF: " + strings.Join(parts, ", ") + ")"
+	return s + " (APF: " + listing(p.APFRejected, ", ", func(k string, v float64) string { return fmt.Sprintf("%s %.0f", k, v) }) + ")"
 }
 
 // throttle is the client-side waiting, or why it is unknown.

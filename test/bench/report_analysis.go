@@ -8,7 +8,7 @@ import (
 // analysisSection is written from the figures of this run alone: every
 // sentence is computed, none is kept by hand.
 func (r *report) analysisSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	p("## Analysis (generated from the figures below)")
 	p("")
 	r.scenarioAnalysis(b)
@@ -27,7 +27,7 @@ func (r *report) analysisSection(b *strings.Builder) {
 
 // scaleAnalysis gives, per system, the growth per 10× N between
 // consecutive sizes and the range of writes per snapshot.
-func (r *report) scaleAnalysis(p func(format string, args ...any)) {
+func (r *report) scaleAnalysis(p printer) {
 	for _, id := range scaleIDs(r.scale) {
 		var rows []*scenarioResult
 		failed := 0
@@ -117,7 +117,7 @@ func labelOfScale(r *report, id string) string {
 }
 
 // startAnalysis sums up the restarts or cold starts.
-func (r *report) startAnalysis(p func(format string, args ...any), rs []*steadyResult, what string) {
+func (r *report) startAnalysis(p printer, rs []*steadyResult, what string) {
 	for _, s := range rs {
 		if s.Err != nil {
 			p("- %s %d ready snapshots, %s: FAILED (%s).", strings.ToUpper(what[:1])+what[1:], s.M, s.System.Label, oneLine(s.Err.Error()))
@@ -145,7 +145,7 @@ func (r *report) startAnalysis(p func(format string, args ...any), rs []*steadyR
 
 // admissionAnalysis gives the p99 through the API server with the
 // ServiceAccount appliers and what the webhook adds to it.
-func (r *report) admissionAnalysis(p func(format string, args ...any)) {
+func (r *report) admissionAnalysis(p printer) {
 	a := r.admission
 	if a == nil || a.Missing || a.Err != nil {
 		return

@@ -12,7 +12,7 @@ import (
 // scaleSection is one table per system, one row per N, with how each
 // figure grows per 10× N.
 func (r *report) scaleSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	if len(r.scale) == 0 {
 		return
 	}
@@ -73,7 +73,7 @@ func (r *report) scaleSection(b *strings.Builder) {
 // scaleComparison sets each other system's times beside ours at every N
 // both ran (created through the system only).
 func (r *report) scaleComparison(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	at := map[string]map[int]*scenarioResult{}
 	for _, s := range r.scale {
 		if s.Err != nil || s.Seeded {

@@ -8,7 +8,7 @@ import (
 )
 
 func (r *report) targetsSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	ours := r.scenario(sysOurs)
 	tuned := r.scenario(sysCommunityTuned)
 	def := r.scenario(sysCommunityDefault)
@@ -90,15 +90,12 @@ func (r *report) targetsSection(b *strings.Builder) {
 }
 
 func (r *report) detailSections(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	ok := r.medianRuns()
 	if len(ok) == 0 {
 		return
 	}
-	header := func(first string) {
-		p("| %s | %s |", first, joinCols(ok, func(s *scenarioResult) string { return s.System.Label }))
-		p("|---|%s", strings.Repeat("---|", len(ok)))
-	}
+	header := func(first string) { tableHead(p, first, ok, func(s *scenarioResult) string { return s.System.Label }) }
 	p("### Where the time goes: when snapshots reach each stage (median / last, from the first request)")
 	p("")
 	header("stage")
@@ -143,38 +140,12 @@ func (r *report) detailSections(b *strings.Builder) {
 	p("### Events by object kind and reason (per snapshot, both phases)")
 	p("")
 	header("event")
-	reasons := map[string]bool{}
-	for _, s := range ok {
-		for k := range s.Create.Events {
-			reasons[k] = true
-		}
-		for k := range s.Delete.Events {
-			reasons[k] = true
-		}
-	}
-	for _, k := range sortedKeys(reasons) {
-		p("| %s | %s |", k, joinCols(ok, func(s *scenarioResult) string {
-			return per(float64(s.Create.Events[k]+s.Delete.Events[k]), s.N)
-		}))
-	}
+	bothPhasesPerSnapshot(p, ok, func(ph phase) map[string]int { return ph.Events })
 	p("")
 	p("### CSI calls per snapshot by method (both phases; failures as \"Method Code\")")
 	p("")
 	header("CSI call")
-	methods := map[string]bool{}
-	for _, s := range ok {
-		for k := range s.Create.Calls {
-			methods[k] = true
-		}
-		for k := range s.Delete.Calls {
-			methods[k] = true
-		}
-	}
-	for _, k := range sortedKeys(methods) {
-		p("| %s | %s |", k, joinCols(ok, func(s *scenarioResult) string {
-			return per(float64(s.Create.Calls[k]+s.Delete.Calls[k]), s.N)
-		}))
-	}
+	bothPhasesPerSnapshot(p, ok, func(ph phase) map[string]int64 { return ph.Calls })
 	p("")
 	for _, s := range ok {
 		if len(s.OurMetrics) == 0 {
@@ -190,6 +161,24 @@ func (r *report) detailSections(b *strings.Builder) {
 			}
 		}
 		p("")
+	}
+}
+
+// bothPhasesPerSnapshot writes a table row per key that counts of any
+// run's phase hold: the key's count over both phases, per snapshot.
+func bothPhasesPerSnapshot[V int | int64](p printer, runs []*scenarioResult, counts func(phase) map[string]V) {
+	keys := map[string]bool{}
+	for _, s := range runs {
+		for _, ph := range []phase{s.Create, s.Delete} {
+			for k := range counts(ph) {
+				keys[k] = true
+			}
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		p("| %s | %s |", k, joinCols(runs, func(s *scenarioResult) string {
+			return per(float64(counts(s.Create)[k]+counts(s.Delete)[k]), s.N)
+		}))
 	}
 }
 
@@ -216,7 +205,7 @@ func mib(kb int64) string { return fmt.Sprintf("%.0f MiB", float64(kb)/1024) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func (r *report) admissionSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	p("## Admission latency (snapkeeper-webhook)")
 	p("")
 	switch {

@@ -12,7 +12,7 @@ func (r *report) singleSection(b *strings.Builder) {
 	if len(r.single) == 0 {
 		return
 	}
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	p("## One snapshot alone: %d sequential snapshots", r.opts.single)
 	p("")
 	p("Latency, not throughput: on a fresh control plane per system (etcd syncing, nothing else running, the mock")
@@ -34,16 +34,8 @@ func (r *report) singleSection(b *strings.Builder) {
 		p("- **%s**: %s", s.System.Label, s.System.Flags)
 	}
 	p("")
-	p("| | %s |", joinCols(r.single, func(s *singleResult) string { return s.System.Label }))
-	p("|---|%s", strings.Repeat("---|", len(r.single)))
-	row := func(name string, f func(s *singleResult) string) {
-		p("| %s | %s |", name, joinCols(r.single, func(s *singleResult) string {
-			if s.Err != nil && len(s.Ready) == 0 {
-				return "FAILED"
-			}
-			return f(s)
-		}))
-	}
+	// A run that failed after some snapshots still shows what it measured.
+	row := resultTable(p, r.single, func(s *singleResult) string { return s.System.Label }, func(s *singleResult) bool { return s.Err != nil && len(s.Ready) == 0 })
 	row("snapshots measured", func(s *singleResult) string {
 		if s.Err != nil {
 			return fmt.Sprintf("%d of %d (FAILED)", len(s.Gone), s.N)
@@ -79,7 +71,7 @@ func (r *report) singleSection(b *strings.Builder) {
 }
 
 // singleAnalysis adds one line per system to the analysis.
-func (r *report) singleAnalysis(p func(format string, args ...any)) {
+func (r *report) singleAnalysis(p printer) {
 	for _, s := range r.single {
 		if s.Err != nil {
 			p("- One snapshot alone, %s: FAILED after %d of %d snapshots (%s).", s.System.Label, len(s.Gone), s.N, oneLine(s.Err.Error()))

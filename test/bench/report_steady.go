@@ -7,14 +7,12 @@ import (
 
 // steadySection is the restart over snapshots the system made itself.
 func (r *report) steadySection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	p("## Steady state: restart over %d ready snapshots", r.opts.steadyM)
-	p("")
-	if len(r.steady) == 0 {
-		p("(not run)")
-		p("")
-		return
-	}
+	title := fmt.Sprintf("## Steady state: restart over %d ready snapshots", r.opts.steadyM)
+	startSection(b, title, r.steady, false, r.steadyIntro)
+}
+
+// steadyIntro says what the restart measures.
+func (r *report) steadyIntro(p printer) {
 	p("A fresh control plane holds M ready snapshots (made by the system itself); the controllers are stopped and")
 	p("started again, and every API write and CSI call is counted from the new start until the controllers were idle")
 	p("(no API write and under %.0f%% of a core) for `-quiet` (%s), and for at least %s. A restart lists every object", idleCPUShare*100, r.opts.quiet, r.opts.steadyIdle)
@@ -23,19 +21,16 @@ func (r *report) steadySection(b *strings.Builder) {
 	p("only objects that wait) fall outside the window. The community pair runs with QPS 100/burst 200/100 workers here")
 	p("(filling %d snapshots at QPS 5 would take hours).", r.opts.steadyM)
 	p("")
-	steadyTable(b, r.steady, false)
 }
 
 // coldSection is the cold start over seeded snapshots.
 func (r *report) coldSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	p("## Cold start over %d ready snapshots", r.opts.coldStartM)
-	p("")
-	if len(r.cold) == 0 {
-		p("(not run)")
-		p("")
-		return
-	}
+	title := fmt.Sprintf("## Cold start over %d ready snapshots", r.opts.coldStartM)
+	startSection(b, title, r.cold, true, r.coldIntro)
+}
+
+// coldIntro says how the snapshots are seeded and the starts measured.
+func (r *report) coldIntro(p printer) {
 	s0 := r.cold[0]
 	p("One fresh control plane; each system first starts over no snapshot (its baseline memory) and is stopped. Then")
 	p("M ready dynamic snapshots are seeded directly in the API server, as a controller would have left them: each")
@@ -54,21 +49,25 @@ func (r *report) coldSection(b *strings.Builder) {
 			mib(s0.Seed.APIServerkB), mib(s0.Seed.EtcdkB), kib(s0.Seed.planeGrowth()), mib(s0.Seed.PlaneHWMkB))
 		p("")
 	}
-	steadyTable(b, r.cold, true)
 }
 
-func steadyTable(b *strings.Builder, rs []*steadyResult, cold bool) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
-	p("| | %s |", joinCols(rs, func(s *steadyResult) string { return s.System.Label }))
-	p("|---|%s", strings.Repeat("---|", len(rs)))
-	row := func(name string, f func(s *steadyResult) string) {
-		p("| %s | %s |", name, joinCols(rs, func(s *steadyResult) string {
-			if s.Err != nil {
-				return "FAILED"
-			}
-			return f(s)
-		}))
+// startSection is a section on starts over ready snapshots: its title,
+// then the intro and the table of rs, or that it did not run.
+func startSection(b *strings.Builder, title string, rs []*steadyResult, cold bool, intro func(printer)) {
+	p := printTo(b)
+	p("%s", title)
+	p("")
+	if len(rs) == 0 {
+		p("(not run)")
+		p("")
+		return
 	}
+	intro(p)
+	steadyTable(p, rs, cold)
+}
+
+func steadyTable(p printer, rs []*steadyResult, cold bool) {
+	row := resultTable(p, rs, func(s *steadyResult) string { return s.System.Label }, func(s *steadyResult) bool { return s.Err != nil })
 	row("M (ready snapshots)", func(s *steadyResult) string { return fmt.Sprint(s.M) })
 	if !cold {
 		row("time to make them ready", func(s *steadyResult) string { return secs(s.FillTime) })
@@ -108,19 +107,9 @@ func writeList(w writeCounts) string {
 	for _, k := range w.Keys() {
 		parts = append(parts, fmt.Sprintf("%s: %.0f", k, w.ByKey[k]))
 	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, "<br>")
+	return joinOrNone(parts, "<br>")
 }
 
 func callCounts(calls map[string]int64) string {
-	var parts []string
-	for _, k := range sortedKeys(calls) {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, calls[k]))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, "<br>")
+	return listing(calls, "<br>", func(k string, v int64) string { return fmt.Sprintf("%s: %d", k, v) })
 }

@@ -16,7 +16,7 @@ func (r *report) treeWarning(b *strings.Builder) {
 
 // setupRows are the machine table's rows about what was measured.
 func (r *report) setupRows(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	tree := "`" + r.tree.commit + "`, clean"
 	if r.tree.dirty != "" {
 		tree = "`" + r.tree.commit + "` **plus uncommitted changes** (" + r.tree.dirty + ")"
@@ -133,7 +133,7 @@ func (r *report) deletedSecs(s *scenarioResult) float64 {
 }
 
 func (r *report) repeatSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	ids, ok, all := r.runsOf()
 	if len(ids) == 0 {
 		return
@@ -189,7 +189,7 @@ const contractWrites = 9
 // scenarioAnalysis is the analysis of the main scenario, from the figures
 // of this run alone.
 func (r *report) scenarioAnalysis(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	ids, ok, all := r.runsOf()
 	if len(ids) == 0 {
 		p("- The main scenario did not run.")

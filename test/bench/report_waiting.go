@@ -46,7 +46,7 @@ func (r *report) waitingSection(b *strings.Builder) {
 	if len(ids) == 0 {
 		return
 	}
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	p("### While the driver says \"not ready\": a slow driver (`-waiting=%s`)", r.waitingRange())
 	p("")
 	p("A driver as real storage is: CreateSnapshot takes 200 ms, ListSnapshots 50 ms, and each snapshot answers")
@@ -63,19 +63,14 @@ func (r *report) waitingSection(b *strings.Builder) {
 	p("driver turning ready until the VolumeSnapshot showed `readyToUse`. Figures are per snapshot; each cell is the")
 	p("median over the runs, (min–max).")
 	p("")
-	var cols []string
-	for _, id := range ids {
-		cols = append(cols, fmt.Sprintf("%s (%d runs)", runs[id][0].System.Label, len(runs[id])))
+	// A column per system holds all its runs.
+	systemRuns := make([][]*scenarioResult, len(ids))
+	for i, id := range ids {
+		systemRuns[i] = runs[id]
 	}
-	p("| | %s |", strings.Join(cols, " | "))
-	p("|---|%s", strings.Repeat("---|", len(ids)))
-	row := func(name string, cell func(rs []*scenarioResult) string) {
-		var c []string
-		for _, id := range ids {
-			c = append(c, cell(runs[id]))
-		}
-		p("| %s | %s |", name, strings.Join(c, " | "))
-	}
+	row := resultTable(p, systemRuns, func(rs []*scenarioResult) string {
+		return fmt.Sprintf("%s (%d runs)", rs[0].System.Label, len(rs))
+	}, nil)
 	num := func(f func(*scenarioResult) float64, unit string) func([]*scenarioResult) string {
 		return func(rs []*scenarioResult) string {
 			sp := spreadOf(rs, f)
@@ -129,19 +124,12 @@ func medianBy(rs []*scenarioResult, f func(*scenarioResult) float64) *scenarioRe
 
 // kinds renders writes by kind per snapshot.
 func kinds(m map[string]int, n int) string {
-	var parts []string
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s: %s", k, per(float64(m[k]), n)))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, "<br>")
+	return listing(m, "<br>", func(k string, v int) string { return fmt.Sprintf("%s: %s", k, per(float64(v), n)) })
 }
 
 // waitingAnalysis is the analysis line of the waiting figures, from the
 // medians.
-func (r *report) waitingAnalysis(p func(format string, args ...any)) {
+func (r *report) waitingAnalysis(p printer) {
 	ids, runs := r.waitingRuns()
 	if len(ids) == 0 {
 		return

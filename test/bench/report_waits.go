@@ -116,7 +116,7 @@ func loopsOf(runs []*scenarioResult, proc string) []string {
 }
 
 func (r *report) waitsSection(b *strings.Builder) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+	p := printTo(b)
 	ok := r.medianRuns()
 	if len(ok) == 0 {
 		return
@@ -136,8 +136,7 @@ func (r *report) waitsSection(b *strings.Builder) {
 		if phn == "delete" {
 			get = func(s *scenarioResult) phase { return s.Delete }
 		}
-		p("| %s phase | %s |", phn, joinCols(ok, func(s *scenarioResult) string { return s.System.Label }))
-		p("|---|%s", strings.Repeat("---|", len(ok)))
+		tableHead(p, phn+" phase", ok, func(s *scenarioResult) string { return s.System.Label })
 		for _, row := range rows {
 			cells := joinCols(ok, func(s *scenarioResult) string {
 				d, n, found := row.get(s, get(s))

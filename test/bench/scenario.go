@@ -144,20 +144,16 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 		defer waits.stop() // finish stops it too; this covers a failed phase
 	}
 	logf("[%s] creating %d VolumeSnapshots (timeout %s)", sys.ID, o.n, timeout)
-	res.Create.Load = loadAvg()
-	bm := markBusy(b)
-	start := time.Now()
+	clock := startPhase(b, &res.Create)
 	if err := createSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return nil, fmt.Errorf("create snapshots: %w", err)
 	}
-	res.Create.Issued = time.Since(start)
+	clock.issued()
 	err := w.waitFor(ctx, timeout, fmt.Sprintf("%d ready snapshots", o.n), func() (bool, error) {
 		_, ready, _ := w.counts()
 		return ready == o.n, nil
 	}, b.exited)
-	res.Create.Duration = time.Since(start)
-	res.Create.Busy = bm.since(b)
-	res.Create.Stages = w.timeline.summary(start, createStages)
+	clock.stop(b, w, createStages)
 	if err != nil {
 		_, ready, _ := w.counts()
 		return nil, fmt.Errorf("%d of %d snapshots ready: %w; first errors: %s", ready, o.n, err, strings.Join(w.errorsSeen(3), "; "))
@@ -182,17 +178,40 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	return m, nil
 }
 
+// phaseClock times a phase from its first request (startPhase).
+type phaseClock struct {
+	ph    *phase
+	busy  busyMark
+	start time.Time
+}
+
+// startPhase notes the load average and the CPU counters, then starts the
+// clock of ph: call it right before the phase's first request.
+func startPhase(b *bed, ph *phase) *phaseClock {
+	ph.Load = loadAvg()
+	return &phaseClock{ph: ph, busy: markBusy(b), start: time.Now()}
+}
+
+// issued records how long the phase's requests took to send.
+func (c *phaseClock) issued() { c.ph.Issued = time.Since(c.start) }
+
+// stop records the phase's duration, the CPU it used and when snapshots
+// reached stages.
+func (c *phaseClock) stop(b *bed, w *watcher, stages []string) {
+	c.ph.Duration = time.Since(c.start)
+	c.ph.Busy = c.busy.since(b)
+	c.ph.Stages = w.timeline.summary(c.start, stages)
+}
+
 // deletePhase deletes the N snapshots at once and waits until every
 // snapshot, content and backend snapshot is gone and writes stopped.
 func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenarioOptions, res *scenarioResult, m *mark, timeout time.Duration) error {
 	logf("[%s] deleting %d VolumeSnapshots", sys.ID, o.n)
-	res.Delete.Load = loadAvg()
-	bm := markBusy(b)
-	start := time.Now()
+	clock := startPhase(b, &res.Delete)
 	if err := deleteSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return fmt.Errorf("delete snapshots: %w", err)
 	}
-	res.Delete.Issued = time.Since(start)
+	clock.issued()
 	err := w.waitFor(ctx, timeout, "every snapshot, content and backend snapshot gone", func() (bool, error) {
 		snaps, _, contents := w.counts()
 		if snaps > 0 || contents > 0 {
@@ -201,9 +220,7 @@ func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 		left, err := b.drv.GetCreated(ctx)
 		return len(left) == 0, err
 	}, b.exited)
-	res.Delete.Duration = time.Since(start)
-	res.Delete.Busy = bm.since(b)
-	res.Delete.Stages = w.timeline.summary(start, deleteStages)
+	clock.stop(b, w, deleteStages)
 	if err != nil {
 		snaps, _, contents := w.counts()
 		left, _ := b.drv.GetCreated(ctx)
@@ -218,7 +235,7 @@ func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	if err != nil {
 		return err
 	}
-	res.Delete.Events = subEvents(events, res.Create.Events)
+	res.Delete.Events = diff(events, res.Create.Events)
 	left, err := b.drv.GetCreated(ctx)
 	if err != nil {
 		return err
@@ -310,11 +327,11 @@ func (m *mark) close(ctx context.Context, p *phase, timeout time.Duration) (*mar
 	p.Own = next.own.Sub(m.own)
 	p.Writes = all.Sub(p.Own)
 	p.Codes = all
-	p.Calls = subCalls(next.calls, m.calls)
+	p.Calls = diff(next.calls, m.calls)
 	p.CPU = next.cpu - m.cpu
 	p.PlaneCPU = next.planeCPU - m.planeCPU
 	p.BenchCPU = next.benchCPU - m.benchCPU
 	p.Pressure = next.press.sub(m.press)
-	p.Waits = next.waits.sub(m.waits)
+	p.Waits = diff(next.waits, m.waits)
 	return next, nil
 }

@@ -97,11 +97,9 @@ func seedReady(ctx context.Context, b *bed, m, conc int) (seedStats, error) {
 func seedOne(ctx context.Context, cl *clients, drv *csi.Client, i int) error {
 	pvc, class, ready := pvcName(i), className, true
 	vss := cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace)
-	vs, err := vss.Create(ctx, &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: snapName(i), Namespace: benchNamespace,
-			Finalizers: []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound}},
-		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}, VolumeSnapshotClassName: &class},
-	}, metav1.CreateOptions{})
+	vs := framework.DynamicSnapshot(benchNamespace, snapName(i), pvc, &class)
+	vs.Finalizers = []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound}
+	vs, err := vss.Create(ctx, vs, metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}

@@ -6,11 +6,9 @@ import (
 	"slices"
 	"time"
 
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // The "one snapshot alone" stage: the latency of a single snapshot on an
@@ -65,19 +63,14 @@ func runSingleStage(ctx context.Context, o options, rep *report, oursArgs []stri
 	if err != nil {
 		return err
 	}
-	for _, sys := range systems {
+	eachSystem(ctx, "single ", systems, func(sys *system) error {
 		logf("[single %s] %d sequential snapshots", sys.ID, o.single)
 		r := &singleResult{System: sys, N: o.single, CreateStages: map[string][]time.Duration{}, DeleteStages: map[string][]time.Duration{}}
 		r.Err = single(ctx, sys, o, r)
-		if r.Err != nil {
-			logf("[single %s] FAILED: %v", sys.ID, r.Err)
-		}
 		rep.single = append(rep.single, r)
 		flush()
-		if ctx.Err() != nil {
-			break
-		}
-	}
+		return r.Err
+	})
 	return nil
 }
 
@@ -129,49 +122,23 @@ func single(ctx context.Context, sys *system, o options, res *singleResult) (err
 // not written to etcd). The snapshot is deleted again before any
 // controller starts.
 func priceOneWrite(ctx context.Context, cl *clients, res *singleResult) error {
-	if _, err := cl.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: singleWriteNamespace}}, metav1.CreateOptions{}); err != nil {
+	probes, err := newWriteProbes(ctx, cl, singleWriteNamespace)
+	if err != nil {
 		return err
 	}
 	const name = "one-write"
-	cms := cl.kube.CoreV1().ConfigMaps(singleWriteNamespace)
-	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"a": "1"}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	var err error
-	if res.ConfigMapWrite, err = timePatches(ctx, func(ctx context.Context, patch []byte) error {
-		_, err := cms.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("ConfigMap: %w", err)
-	}
-	vss := cl.snap.SnapshotV1().VolumeSnapshots(singleWriteNamespace)
-	pvc := "absent" // no such claim: the snapshot is never acted on anyway
-	if _, err := vss.Create(ctx, &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if res.CRDWrite, err = timePatches(ctx, func(ctx context.Context, patch []byte) error {
-		_, err := vss.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("VolumeSnapshot: %w", err)
-	}
-	if err := vss.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		return err
-	}
-	// No finalizer was ever added, so it is gone once Delete returns;
-	// checked anyway, as the write ceiling does, since a controller that
-	// saw it would act on it.
-	return retry(ctx, time.Minute, func() error {
-		_, err := vss.Get(ctx, name, metav1.GetOptions{})
-		if errors.IsNotFound(err) {
-			return nil
+	for _, k := range []struct {
+		probe writeProbe
+		into  *[]time.Duration
+	}{{probes.configMaps, &res.ConfigMapWrite}, {probes.snapshots, &res.CRDWrite}} {
+		if err := k.probe.create(ctx, name); err != nil {
+			return err
 		}
-		if err == nil {
-			err = fmt.Errorf("VolumeSnapshot %s/%s still exists", singleWriteNamespace, name)
+		if *k.into, err = timePatches(ctx, func(ctx context.Context, patch []byte) error { return k.probe.patch(ctx, name, patch) }); err != nil {
+			return fmt.Errorf("%s: %w", k.probe.kind, err)
 		}
-		return err
-	})
+	}
+	return probes.removeSnapshots(ctx)
 }
 
 // timePatches sends singleWarmup uncounted, then singleWrites timed patches
@@ -197,13 +164,9 @@ func timePatches(ctx context.Context, send func(context.Context, []byte) error) 
 // watcher's own (its informer handlers stamp each stage as the event
 // arrives), not when the wait loop noticed: no polling in the figures.
 func oneSnapshot(ctx context.Context, b *bed, w *watcher, name string, res *singleResult) error {
-	pvc := pvcName(0)
 	vss := b.cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace)
 	created := time.Now()
-	if _, err := vss.Create(ctx, &snapv1.VolumeSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
-		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}},
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := vss.Create(ctx, framework.DynamicSnapshot(benchNamespace, name, pvcName(0), nil), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
 	if err := w.waitFor(ctx, singleTimeout, name+" ready", func() (bool, error) {

@@ -36,39 +36,29 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 		if err != nil {
 			return err
 		}
-		for _, sys := range steadySystems {
+		eachSystem(ctx, "steady ", steadySystems, func(sys *system) error {
 			if sys.ID == sysCommunityDefault {
 				logf("[steady] community-default would need hours to fill %d snapshots at QPS 5; skipped", o.steadyM)
-				continue
+				return nil
 			}
 			r := runRestart(ctx, sys, so)
-			if r.Err != nil {
-				logf("[steady %s] FAILED: %v", sys.ID, r.Err)
-			}
 			rep.steady = append(rep.steady, r)
 			flush()
-			if ctx.Err() != nil {
-				break
-			}
-		}
+			return r.Err
+		})
 	}
 	if o.groups > 0 && ctx.Err() == nil {
 		groupSystems, err := pick(o.groupSystems, o.skipCommunity, oursArgs)
 		if err != nil {
 			return err
 		}
-		for _, sys := range groupSystems {
+		eachSystem(ctx, "groups ", groupSystems, func(sys *system) error {
 			r := runGroups(ctx, sys, groupOptions{groups: o.groups, size: o.groupSize, conc: o.createConc,
 				ceilingOps: o.ceilingOps, ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep})
-			if r.Err != nil {
-				logf("[groups %s] FAILED: %v", sys.ID, r.Err)
-			}
 			rep.groups = append(rep.groups, r)
 			flush()
-			if ctx.Err() != nil {
-				break
-			}
-		}
+			return r.Err
+		})
 	}
 	if o.admission && ctx.Err() == nil {
 		rep.admission = runAdmission(ctx, admissionOptions{requests: o.admissionRequests, apiRequests: o.admissionAPIReqs, levels: []int{1, 16, 64}, keep: o.keep})
@@ -132,21 +122,29 @@ func runRepeated(ctx context.Context, tag string, systems []*system, repeats int
 	optsFor func(*system) (scenarioOptions, bool), add func(*scenarioResult)) {
 	repeats = max(repeats, 1)
 	for i := 0; i < repeats && ctx.Err() == nil; i++ {
-		for _, sys := range systems {
+		eachSystem(ctx, tag, systems, func(sys *system) error {
 			so, ok := optsFor(sys)
 			if !ok {
-				continue
+				return nil
 			}
 			logf("[%s%s] run %d of %d", tag, sys.ID, i+1, repeats)
 			r := runScenario(ctx, sys, so)
 			r.Run = i + 1
-			if r.Err != nil {
-				logf("[%s%s] FAILED: %v", tag, sys.ID, r.Err)
-			}
 			add(r)
-			if ctx.Err() != nil {
-				break
-			}
+			return r.Err
+		})
+	}
+}
+
+// eachSystem calls run for each of systems in turn until ctx ends, and logs
+// the failure run returns under tag (which ends in a space when not empty).
+func eachSystem(ctx context.Context, tag string, systems []*system, run func(*system) error) {
+	for _, sys := range systems {
+		if err := run(sys); err != nil {
+			logf("[%s%s] FAILED: %v", tag, sys.ID, err)
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

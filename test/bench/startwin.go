@@ -93,7 +93,7 @@ func (b *bed) startMeasured(ctx context.Context, sys *system, quiet, minWindow, 
 	if err != nil {
 		return w, err
 	}
-	w.Calls = subCalls(callsAfter, callsBefore)
+	w.Calls = diff(callsAfter, callsBefore)
 	st, err := readProcs(b.run.pids())
 	if err != nil {
 		return w, err

@@ -130,16 +130,6 @@ func driverOptions(latency bool, readyAfter string) framework.CSIDriverOptions {
 	return o
 }
 
-func subEvents(a, b map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
 // stopEnv stops the control plane and removes its directory unless keep is
 // set or the run failed.
 func stopEnv(env *framework.Env, keep bool, err *error) {

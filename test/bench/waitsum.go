@@ -31,16 +31,6 @@ import (
 // waitSums are histogram sums (and counts) by row key.
 type waitSums map[string]float64
 
-func (w waitSums) sub(o waitSums) waitSums {
-	out := waitSums{}
-	for k, v := range w {
-		if d := v - o[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
 // ourWaitMetrics are the histograms of our controllers read per process,
 // with the label that splits them.
 var ourWaitMetrics = []struct{ name, label string }{

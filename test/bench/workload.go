@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,6 @@ import (
 const (
 	benchNamespace = "bench"
 	className      = "bench-class"
-	defaultClassAn = "snapshot.storage.kubernetes.io/is-default-class"
 )
 
 // parallel runs fn(i) for i in [0,n) on at most conc goroutines and returns
@@ -61,20 +61,23 @@ func snapName(i int) string { return fmt.Sprintf("snap-%05d", i) }
 // prepare creates the namespace, n bound PVC/PV pairs of the mock driver
 // and the driver's default class. None of this is inside a measured window.
 func prepare(ctx context.Context, env *framework.Env, n int) error {
+	return prepareClaims(ctx, env, n, func(ctx context.Context, i int) error {
+		_, err := env.BindPVC(ctx, benchNamespace, pvcName(i), framework.PVCOptions{Driver: framework.MockDriverName})
+		return err
+	})
+}
+
+// prepareClaims creates the namespace, binds n claims there (bind binds
+// the i-th) and creates the driver's default class.
+func prepareClaims(ctx context.Context, env *framework.Env, n int, bind func(ctx context.Context, i int) error) error {
 	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil && !errors.IsAlreadyExists(err) {
 		return err
 	}
-	if err := parallel(ctx, n, 32, func(ctx context.Context, i int) error {
-		_, err := env.BindPVC(ctx, benchNamespace, pvcName(i), framework.PVCOptions{Driver: framework.MockDriverName})
-		return err
-	}); err != nil {
+	if err := parallel(ctx, n, 32, bind); err != nil {
 		return err
 	}
-	_, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, &snapv1.VolumeSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: className, Annotations: map[string]string{defaultClassAn: "true"}},
-		Driver:         framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, metav1.CreateOptions{})
+	class := framework.SnapshotClass(className, framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, true)
+	_, err := env.Snap.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{})
 	return err
 }
 
@@ -82,11 +85,8 @@ func prepare(ctx context.Context, env *framework.Env, n int) error {
 // at once from conc goroutines.
 func createSnapshots(ctx context.Context, cl *clients, n, conc int) error {
 	return parallel(ctx, n, conc, func(ctx context.Context, i int) error {
-		pvc := pvcName(i)
-		_, err := cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace).Create(ctx, &snapv1.VolumeSnapshot{
-			ObjectMeta: metav1.ObjectMeta{Name: snapName(i), Namespace: benchNamespace},
-			Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}},
-		}, metav1.CreateOptions{})
+		vs := framework.DynamicSnapshot(benchNamespace, snapName(i), pvcName(i), nil)
+		_, err := cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace).Create(ctx, vs, metav1.CreateOptions{})
 		return err
 	})
 }
@@ -268,7 +268,7 @@ func csiCalls(ctx context.Context, d *framework.CSIDriver) (map[string]int64, er
 	out := map[string]int64{}
 	for method, codes := range raw {
 		short := method
-		if i := lastSlash(method); i >= 0 {
+		if i := strings.LastIndexByte(method, '/'); i >= 0 {
 			short = method[i+1:]
 		}
 		for code, n := range codes {
@@ -279,23 +279,4 @@ func csiCalls(ctx context.Context, d *framework.CSIDriver) (map[string]int64, er
 		}
 	}
 	return out, nil
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
-}
-
-func subCalls(a, b map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
 }

@@ -266,26 +266,32 @@ func runAll(t *testing.T, root string, pairings []pairing, scenarios []*scenario
 		results[sc.Name] = map[string]*result{}
 	}
 	var mu sync.Mutex
+	inParallel(pairings, envInt(envAtOnce, 4), func(p pairing) {
+		start := time.Now()
+		got := runPairing(filepath.Join(root, p.ID()), p, scenarios)
+		t.Logf("pairing %s: %v", p.Label(), time.Since(start).Round(time.Second))
+		mu.Lock()
+		defer mu.Unlock()
+		for name, r := range got {
+			results[name][p.ID()] = r
+		}
+	})
+	return results
+}
+
+// inParallel calls fn for each of xs, at most n at once, and returns when
+// every call has.
+func inParallel[T any](xs []T, n int, fn func(T)) {
+	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
-	atOnce := make(chan struct{}, envInt(envAtOnce, 4))
-	for _, p := range pairings {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			atOnce <- struct{}{}
-			defer func() { <-atOnce }()
-			start := time.Now()
-			got := runPairing(filepath.Join(root, p.ID()), p, scenarios)
-			t.Logf("pairing %s: %v", p.Label(), time.Since(start).Round(time.Second))
-			mu.Lock()
-			defer mu.Unlock()
-			for name, r := range got {
-				results[name][p.ID()] = r
-			}
-		}()
+	for _, x := range xs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			fn(x)
+		})
 	}
 	wg.Wait()
-	return results
 }
 
 // runPairing starts a control plane for p and runs the scenarios on it,
@@ -348,27 +354,18 @@ func runPairing(dir string, p pairing, scenarios []*scenario) map[string]*result
 			}
 			continue
 		}
-		sem := make(chan struct{}, envInt(envParallel, 8))
-		var wg sync.WaitGroup
-		for _, sc := range g {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				sdir := filepath.Join(dir, sc.Name)
-				res := &result{dir: sdir}
-				if err := os.MkdirAll(sdir, 0o755); err != nil {
-					res.err = err
-				} else {
-					res = runScenario(ctx, w, sc, sdir)
-				}
-				mu.Lock()
-				out[sc.Name] = res
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
+		inParallel(g, envInt(envParallel, 8), func(sc *scenario) {
+			sdir := filepath.Join(dir, sc.Name)
+			res := &result{dir: sdir}
+			if err := os.MkdirAll(sdir, 0o755); err != nil {
+				res.err = err
+			} else {
+				res = runScenario(ctx, w, sc, sdir)
+			}
+			mu.Lock()
+			out[sc.Name] = res
+			mu.Unlock()
+		})
 		if binder.p.Exited() {
 			for _, sc := range g {
 				if out[sc.Name].err == nil {

@@ -3,9 +3,11 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -347,14 +349,7 @@ func globMatch(glob, s string) bool {
 	return re.MatchString(s)
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func keys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // raceReason marks differences that come and go with timing: they are
 // not shown in the table, which must be the same from run to run.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -119,70 +118,49 @@ func (r *run) handles(ids []string) string {
 // groupObjects records every group snapshot and group content of the run
 // under prefix p.
 func (r *run) groupObjects(p string, o *obs, out outcome) {
-	for _, n := range known(r, "VolumeGroupSnapshot", o.vgs) {
-		pre := p + "VolumeGroupSnapshot/" + n + "."
-		g := o.vgs[n]
-		if !recordObject(r, pre, g, out) {
-			continue
-		}
-		if g.Spec.VolumeGroupSnapshotClassName != nil {
-			out.set(pre+"spec.volumeGroupSnapshotClassName", *g.Spec.VolumeGroupSnapshotClassName)
-		}
-		if c := g.Spec.Source.VolumeGroupSnapshotContentName; c != nil {
-			out.set(pre+"spec.source.volumeGroupSnapshotContentName", r.norm(*c))
-		}
-		if s := g.Spec.Source.Selector; s != nil {
-			out.set(pre+"spec.source.selector", metav1.FormatLabelSelector(s))
-		}
-		s := g.Status
-		if s == nil {
-			out.set(pre+"status", "unset")
-			continue
-		}
-		if s.BoundVolumeGroupSnapshotContentName != nil {
-			out.set(pre+"status.boundVolumeGroupSnapshotContentName", r.norm(*s.BoundVolumeGroupSnapshotContentName))
-		}
-		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+	recordKind(r, p, "VolumeGroupSnapshot", o.vgs, asIs, out, r.recordGroup)
+	recordKind(r, p, "VolumeGroupSnapshotContent", o.vgsc, r.norm, out, r.recordGroupContent)
+}
+
+func (r *run) recordGroup(pre string, g *groupv1.VolumeGroupSnapshot, out outcome) {
+	setOptional(out, pre+"spec.volumeGroupSnapshotClassName", g.Spec.VolumeGroupSnapshotClassName, asIs)
+	setOptional(out, pre+"spec.source.volumeGroupSnapshotContentName", g.Spec.Source.VolumeGroupSnapshotContentName, r.norm)
+	if s := g.Spec.Source.Selector; s != nil {
+		out.set(pre+"spec.source.selector", metav1.FormatLabelSelector(s))
 	}
-	for _, n := range known(r, "VolumeGroupSnapshotContent", o.vgsc) {
-		pre := p + "VolumeGroupSnapshotContent/" + r.norm(n) + "."
-		c := o.vgsc[n]
-		if !recordObject(r, pre, c, out) {
-			continue
-		}
-		sp := c.Spec
-		out.set(pre+"spec.deletionPolicy", string(sp.DeletionPolicy))
-		out.set(pre+"spec.driver", sp.Driver)
-		if sp.VolumeGroupSnapshotClassName != nil {
-			out.set(pre+"spec.volumeGroupSnapshotClassName", *sp.VolumeGroupSnapshotClassName)
-		}
-		if len(sp.Source.VolumeHandles) > 0 {
-			vols := append([]string(nil), sp.Source.VolumeHandles...)
-			sort.Strings(vols)
-			out.set(pre+"spec.source.volumeHandles", strings.Join(vols, ","))
-		}
-		if h := sp.Source.GroupSnapshotHandles; h != nil {
-			out.set(pre+"spec.source.groupSnapshotHandles", r.handle(h.VolumeGroupSnapshotHandle)+" "+r.handles(h.VolumeSnapshotHandles))
-		}
-		out.set(pre+"spec.volumeGroupSnapshotRef", r.ref(sp.VolumeGroupSnapshotRef))
-		s := c.Status
-		if s == nil {
-			out.set(pre+"status", "unset")
-			continue
-		}
-		if s.VolumeGroupSnapshotHandle != nil {
-			out.set(pre+"status.volumeGroupSnapshotHandle", r.handle(*s.VolumeGroupSnapshotHandle))
-		}
-		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
-		for _, info := range s.VolumeSnapshotInfoList {
-			ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
-			out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
-			out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
-			out.set(ipre+"creationTime", unixTime(info.CreationTime))
-			if info.RestoreSize != nil {
-				out.set(ipre+"restoreSize", strconv.FormatInt(*info.RestoreSize, 10))
-			}
-		}
+	s := g.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.boundVolumeGroupSnapshotContentName", s.BoundVolumeGroupSnapshotContentName, r.norm)
+	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+}
+
+func (r *run) recordGroupContent(pre string, c *groupv1.VolumeGroupSnapshotContent, out outcome) {
+	sp := c.Spec
+	r.recordContentSpec(pre, "GroupSnapshot", sp.DeletionPolicy, sp.Driver, sp.VolumeGroupSnapshotClassName, sp.VolumeGroupSnapshotRef, out)
+	if len(sp.Source.VolumeHandles) > 0 {
+		vols := append([]string(nil), sp.Source.VolumeHandles...)
+		sort.Strings(vols)
+		out.set(pre+"spec.source.volumeHandles", strings.Join(vols, ","))
+	}
+	if h := sp.Source.GroupSnapshotHandles; h != nil {
+		out.set(pre+"spec.source.groupSnapshotHandles", r.handle(h.VolumeGroupSnapshotHandle)+" "+r.handles(h.VolumeSnapshotHandles))
+	}
+	s := c.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
+	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+	for _, info := range s.VolumeSnapshotInfoList {
+		ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
+		out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
+		out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
+		out.set(ipre+"creationTime", unixTime(info.CreationTime))
+		setOptional(out, ipre+"restoreSize", info.RestoreSize, formatInt)
 	}
 }
 

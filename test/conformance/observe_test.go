@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
@@ -301,12 +301,7 @@ func known[T any](r *run, kind string, now map[string]T) []string {
 	for n := range now {
 		set[n] = true
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return keys(set)
 }
 
 // snapshotMethods are the CSI calls compared, with the group calls;
@@ -342,13 +337,8 @@ func (r *run) callSignature(e framework.CallLogEntry) string {
 		b.WriteString(" secrets=" + strings.Join(e.SecretKeys, ","))
 	}
 	if len(e.Parameters) > 0 {
-		keys := make([]string, 0, len(e.Parameters))
-		for k := range e.Parameters {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var ps []string
-		for _, k := range keys {
+		for _, k := range keys(e.Parameters) {
 			ps = append(ps, k+"="+r.norm(e.Parameters[k]))
 		}
 		b.WriteString(" params={" + strings.Join(ps, ",") + "}")
@@ -428,6 +418,28 @@ func (r *run) recordStatus(pre string, ready *bool, creationTime string, e *snap
 	r.statusError(pre, e, out)
 }
 
+// recordContentSpec records what the specs of the content kinds, single
+// and group, have in common; kind names their fields ("Snapshot",
+// "GroupSnapshot").
+func (r *run) recordContentSpec(pre, kind string, policy snapv1.DeletionPolicy, driver string, class *string, ref corev1.ObjectReference, out outcome) {
+	out.set(pre+"spec.deletionPolicy", string(policy))
+	out.set(pre+"spec.driver", driver)
+	setOptional(out, pre+"spec.volume"+kind+"ClassName", class, asIs)
+	out.set(pre+"spec.volume"+kind+"Ref", r.ref(ref))
+}
+
+// setOptional records path as show(*v) when v is set: a field left out
+// is not recorded.
+func setOptional[T any](out outcome, path string, v *T, show func(T) string) {
+	if v != nil {
+		out.set(path, show(*v))
+	}
+}
+
+func asIs(s string) string { return s }
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
 // ref is a content's reference to its snapshot or group, normalized.
 func (r *run) ref(ref corev1.ObjectReference) string {
 	return r.norm(fmt.Sprintf("%s %s %s/%s uid=%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID))
@@ -444,82 +456,63 @@ func (r *run) final(o *obs, out outcome) {
 
 // objects records every object of the run in detail under prefix p.
 func (r *run) objects(p string, o *obs, out outcome) {
-	for _, n := range known(r, "VolumeSnapshot", o.vs) {
-		pre := p + "VolumeSnapshot/" + r.normHash(n) + "."
-		v := o.vs[n]
-		if !recordObject(r, pre, v, out) {
-			continue
-		}
-		if v.Spec.VolumeSnapshotClassName != nil {
-			out.set(pre+"spec.volumeSnapshotClassName", *v.Spec.VolumeSnapshotClassName)
-		}
-		switch src := v.Spec.Source; {
-		case src.PersistentVolumeClaimName != nil:
-			out.set(pre+"spec.source.persistentVolumeClaimName", *src.PersistentVolumeClaimName)
-		case src.VolumeSnapshotContentName != nil:
-			out.set(pre+"spec.source.volumeSnapshotContentName", r.norm(*src.VolumeSnapshotContentName))
-		}
-		if s := v.Status; s != nil {
-			if s.BoundVolumeSnapshotContentName != nil {
-				out.set(pre+"status.boundVolumeSnapshotContentName", r.norm(*s.BoundVolumeSnapshotContentName))
-			}
-			r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
-			if s.RestoreSize != nil {
-				out.set(pre+"status.restoreSize", s.RestoreSize.String())
-			}
-			if s.VolumeGroupSnapshotName != nil {
-				out.set(pre+"status.volumeGroupSnapshotName", *s.VolumeGroupSnapshotName)
-			}
-		} else {
-			out.set(pre+"status", "unset")
-		}
-	}
-	for _, n := range known(r, "VolumeSnapshotContent", o.vsc) {
-		pre := p + "VolumeSnapshotContent/" + r.norm(n) + "."
-		c := o.vsc[n]
-		if !recordObject(r, pre, c, out) {
-			continue
-		}
-		sp := c.Spec
-		out.set(pre+"spec.deletionPolicy", string(sp.DeletionPolicy))
-		out.set(pre+"spec.driver", sp.Driver)
-		if sp.Source.VolumeHandle != nil {
-			out.set(pre+"spec.source.volumeHandle", r.norm(*sp.Source.VolumeHandle))
-		}
-		if sp.Source.SnapshotHandle != nil {
-			out.set(pre+"spec.source.snapshotHandle", r.handle(*sp.Source.SnapshotHandle))
-		}
-		if sp.SourceVolumeMode != nil {
-			out.set(pre+"spec.sourceVolumeMode", string(*sp.SourceVolumeMode))
-		}
-		if sp.VolumeSnapshotClassName != nil {
-			out.set(pre+"spec.volumeSnapshotClassName", *sp.VolumeSnapshotClassName)
-		}
-		out.set(pre+"spec.volumeSnapshotRef", r.ref(sp.VolumeSnapshotRef))
-		if s := c.Status; s != nil {
-			if s.SnapshotHandle != nil {
-				out.set(pre+"status.snapshotHandle", r.handle(*s.SnapshotHandle))
-			}
-			r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
-			if s.RestoreSize != nil {
-				out.set(pre+"status.restoreSize", strconv.FormatInt(*s.RestoreSize, 10))
-			}
-			if s.VolumeGroupSnapshotHandle != nil {
-				out.set(pre+"status.volumeGroupSnapshotHandle", r.handle(*s.VolumeGroupSnapshotHandle))
-			}
-		} else {
-			out.set(pre+"status", "unset")
-		}
-	}
-	for _, n := range known(r, "PersistentVolumeClaim", o.pvc) {
-		pre := p + "PersistentVolumeClaim/" + n + "."
-		c := o.pvc[n]
-		if !recordObject(r, pre, c, out) {
-			continue
-		}
+	recordKind(r, p, "VolumeSnapshot", o.vs, r.normHash, out, r.recordSnapshot)
+	recordKind(r, p, "VolumeSnapshotContent", o.vsc, r.norm, out, r.recordContent)
+	recordKind(r, p, "PersistentVolumeClaim", o.pvc, asIs, out, func(pre string, c *corev1.PersistentVolumeClaim, out outcome) {
 		out.set(pre+"status.phase", string(c.Status.Phase))
-	}
+	})
 	r.groupObjects(p, o, out)
+}
+
+// recordKind records every object of kind the run has seen, under prefix p
+// and its name as shown by name: whether it exists now (in now) and, if
+// so, its metadata and what detail records.
+func recordKind[T interface {
+	comparable
+	metav1.Object
+}](r *run, p, kind string, now map[string]T, name func(string) string, out outcome, detail func(pre string, obj T, out outcome)) {
+	for _, n := range known(r, kind, now) {
+		pre := p + kind + "/" + name(n) + "."
+		if obj := now[n]; recordObject(r, pre, obj, out) {
+			detail(pre, obj, out)
+		}
+	}
+}
+
+func (r *run) recordSnapshot(pre string, v *snapv1.VolumeSnapshot, out outcome) {
+	setOptional(out, pre+"spec.volumeSnapshotClassName", v.Spec.VolumeSnapshotClassName, asIs)
+	switch src := v.Spec.Source; {
+	case src.PersistentVolumeClaimName != nil:
+		out.set(pre+"spec.source.persistentVolumeClaimName", *src.PersistentVolumeClaimName)
+	case src.VolumeSnapshotContentName != nil:
+		out.set(pre+"spec.source.volumeSnapshotContentName", r.norm(*src.VolumeSnapshotContentName))
+	}
+	s := v.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.boundVolumeSnapshotContentName", s.BoundVolumeSnapshotContentName, r.norm)
+	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+	setOptional(out, pre+"status.restoreSize", s.RestoreSize, func(q resource.Quantity) string { return q.String() })
+	setOptional(out, pre+"status.volumeGroupSnapshotName", s.VolumeGroupSnapshotName, asIs)
+}
+
+func (r *run) recordContent(pre string, c *snapv1.VolumeSnapshotContent, out outcome) {
+	sp := c.Spec
+	r.recordContentSpec(pre, "Snapshot", sp.DeletionPolicy, sp.Driver, sp.VolumeSnapshotClassName, sp.VolumeSnapshotRef, out)
+	setOptional(out, pre+"spec.source.volumeHandle", sp.Source.VolumeHandle, r.norm)
+	setOptional(out, pre+"spec.source.snapshotHandle", sp.Source.SnapshotHandle, r.handle)
+	setOptional(out, pre+"spec.sourceVolumeMode", sp.SourceVolumeMode, func(m corev1.PersistentVolumeMode) string { return string(m) })
+	s := c.Status
+	if s == nil {
+		out.set(pre+"status", "unset")
+		return
+	}
+	setOptional(out, pre+"status.snapshotHandle", s.SnapshotHandle, r.handle)
+	r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
+	setOptional(out, pre+"status.restoreSize", s.RestoreSize, formatInt)
+	setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
 }
 
 // statusError records a status.error of any snapshot kind: set or not, and
@@ -529,9 +522,7 @@ func (r *run) statusError(pre string, e *snapv1.VolumeSnapshotError, out outcome
 		return
 	}
 	out.set(pre+"status.error", "set")
-	if e.Message != nil {
-		out.set(pre+"status.error.message", r.norm(*e.Message))
-	}
+	setOptional(out, pre+"status.error.message", e.Message, r.norm)
 }
 
 func owners(refs []metav1.OwnerReference) []string {
@@ -547,13 +538,8 @@ func (r *run) fingerprint(o *obs) string {
 	out := outcome{}
 	r.stepSummary(o, r.step, "x", out)
 	r.final(o, out)
-	keys := make([]string, 0, len(out))
-	for k := range out {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range keys(out) {
 		b.WriteString(k + "=" + out[k] + "\n")
 	}
 	return b.String()

@@ -676,19 +676,8 @@ func (r *run) settleContent(ctx context.Context, name string) error {
 // settle waits until get finds the object what names in an informer cache,
 // then a moment more (see settleContent).
 func settle(ctx context.Context, what string, get func() error) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if get() == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not seen by the informer within 10s", what)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := framework.PollContext(ctx, 10*time.Second, what+" in the informer cache", get); err != nil {
+		return err
 	}
 	time.Sleep(500 * time.Millisecond)
 	return nil

@@ -96,20 +96,12 @@ func TestImageContent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachTarEntry(t, rc, func(h *tar.Header, _ io.Reader) {
 			if !h.ModTime.Equal(o.created) {
 				t.Errorf("%s: mtime %v", h.Name, h.ModTime)
 			}
 			files[h.Name] = h
-		}
+		})
 		rc.Close()
 	}
 	for _, f := range []string{"etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt", "usr/local/bin/snapkeeper-controller", "usr/local/bin/snapkeeper-webhook", "usr/local/bin/snapctl", "tmp/"} {

@@ -100,22 +100,16 @@ func readArchive(t *testing.T, tgz []byte, mtime time.Time) map[string][]byte {
 	}
 	modes := map[string]int64{"kubectl-snapkeeper": 0o755, "LICENSE": 0o644}
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarEntry(t, zr, func(h *tar.Header, content io.Reader) {
 		if h.Typeflag != tar.TypeReg || !h.ModTime.Equal(mtime) || h.Uid != 0 || h.Uname != "" || h.Mode != modes[h.Name] {
 			t.Errorf("%s: type %c, mtime %v, uid %d %q, mode %o", h.Name, h.Typeflag, h.ModTime, h.Uid, h.Uname, h.Mode)
 		}
-		if files[h.Name], err = io.ReadAll(tr); err != nil {
+		var err error
+		if files[h.Name], err = io.ReadAll(content); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
+	return files
 }
 
 // Two runs give the same bytes; the commit time reaches them.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"testing"
 	"time"
 )
@@ -48,17 +49,31 @@ func TestNormalizeTgz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
-	for n := 0; ; n++ {
-		h, err := tr.Next()
-		if err != nil {
-			if n != 2 {
-				t.Fatalf("%d entries: %v", n, err)
-			}
-			break
-		}
+	n := 0
+	eachTarEntry(t, zr, func(h *tar.Header, _ io.Reader) {
+		n++
 		if !h.ModTime.Equal(epoch) || h.Uname != "" {
 			t.Errorf("%s: %v %q", h.Name, h.ModTime, h.Uname)
 		}
+	})
+	if n != 2 {
+		t.Fatalf("%d entries, want 2", n)
+	}
+}
+
+// eachTarEntry calls fn with every entry of the tar stream r: its header
+// and a reader of its content.
+func eachTarEntry(t *testing.T, r io.Reader, fn func(h *tar.Header, content io.Reader)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(h, tr)
 	}
 }

@@ -6,6 +6,7 @@
 package releasetest
 
 import (
+	"archive/tar"
 	"bytes"
 	"io"
 	"log"
@@ -22,6 +23,27 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
+
+// readTar reads the content of the entries of the tar stream r that want
+// accepts into files; want sees the header of every entry.
+func readTar(t *testing.T, r io.Reader, files map[string][]byte, want func(h *tar.Header) bool) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want(h) {
+			if files[h.Name], err = io.ReadAll(tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
 
 // repoRoot is the product repository: SNAPKEEPER_ROOT (set by
 // `make test-release`), else four directories up.

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -130,22 +129,13 @@ func archiveFiles(t *testing.T, path string, r release) map[string][]byte {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readTar(t, zr, files, func(h *tar.Header) bool {
 		if h.Typeflag != tar.TypeReg || !h.ModTime.Equal(r.created) {
 			t.Errorf("%s: %s: type %c, time %v, want a file with the commit time %v", path, h.Name, h.Typeflag, h.ModTime, r.created)
 		}
-		if files[h.Name], err = io.ReadAll(tr); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return true
+	})
+	return files
 }
 
 // runPlugin runs the archive's binary under its plugin name, as kubectl

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -152,21 +151,7 @@ func extract(t *testing.T, img v1.Image, paths ...string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if slices.Contains(paths, h.Name) {
-				if out[h.Name], err = io.ReadAll(tr); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		readTar(t, rc, out, func(h *tar.Header) bool { return slices.Contains(paths, h.Name) })
 		rc.Close()
 	}
 	for _, p := range paths {
