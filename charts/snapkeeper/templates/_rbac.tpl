@@ -31,9 +31,11 @@ which is an update carrying the read copy's resourceVersion. */}}
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshotclasses"]
   verbs: ["list", "watch"]
+# get: a dynamic group whose cached copy already holds its finalizer is read
+# from the API server before its content is made.
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshots"]
-  verbs: ["list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["groupsnapshot.storage.k8s.io"]
   resources: ["volumegroupsnapshots/status"]
   verbs: ["patch"]
