@@ -52,10 +52,7 @@ func (v verdict) String() string {
 // fail otherwise (no timeout, no 5xx, no "failed calling webhook").
 func TestGitOpsResync(t *testing.T) {
 	_ = newRand(t) // logs how to replay; the scenario draws nothing at random
-	passes := 2
-	if runSizes().full {
-		passes = 6
-	}
+	passes := shortOrFull(2, 6)
 	env := framework.Shared(t)
 	ns := env.Namespace(t)
 	wh := env.StartWebhook(t)

@@ -171,9 +171,7 @@ func createPreProvisioned(t *testing.T, w *world, name, id string) {
 	}
 	vs := s.Env.CreateSnapshot(t, &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: name},
 		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content.Name}, VolumeSnapshotClassName: &s.Class}})
-	w.mu.Lock()
-	w.uids[name] = vs.UID
-	w.mu.Unlock()
+	w.created(name, vs.UID)
 }
 
 // cutDirect cuts a backend snapshot on the driver without the controller,
