@@ -177,12 +177,7 @@ func (g *groupLedger) patientCreate(ctx context.Context, name, app string) error
 
 // remove deletes VolumeGroupSnapshot name.
 func (g *groupLedger) remove(ctx context.Context, name string) error {
-	g.markDeleted(name)
-	err := g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(g.s.NS).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete group snapshot %s: %w", name, err)
-	}
-	return nil
+	return g.markAndDelete(ctx, "group snapshot", name, g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(g.s.NS).Delete)
 }
 
 // checkInvariants asserts, within timeout, the group invariants of

@@ -68,12 +68,7 @@ func (w *world) create(ctx context.Context, name, pvc string) error {
 
 // remove deletes VolumeSnapshot name.
 func (w *world) remove(ctx context.Context, name string) error {
-	w.markDeleted(name)
-	err := w.s.Env.Snap.SnapshotV1().VolumeSnapshots(w.s.NS).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete snapshot %s: %w", name, err)
-	}
-	return nil
+	return w.markAndDelete(ctx, "snapshot", name, w.s.Env.Snap.SnapshotV1().VolumeSnapshots(w.s.NS).Delete)
 }
 
 // restartDriver restarts the mock driver (SIGTERM, then a new process on
@@ -263,6 +258,16 @@ func (l *ledger) markDeleted(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.deleted[name] = true
+}
+
+// markAndDelete marks object name deleted and deletes it with del; an
+// object already gone counts as deleted. what names its kind in errors.
+func (l *ledger) markAndDelete(ctx context.Context, what, name string, del func(context.Context, string, metav1.DeleteOptions) error) error {
+	l.markDeleted(name)
+	if err := del(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s: %w", what, name, err)
+	}
+	return nil
 }
 
 // uid is the uid object name was created with.
