@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -200,14 +199,9 @@ func secretKeysByMethod(log framework.CallLog) map[string][]string {
 
 func scrapeBody(t *testing.T, c *http.Client, url string) []byte {
 	t.Helper()
-	resp, err := c.Get(url)
+	b, err := framework.ScrapeBody(context.Background(), c, url)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+		t.Fatal(err)
 	}
 	return b
 }
