@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -548,11 +549,7 @@ func TestRealScrapesPassPromtoolAndServeEverySeries(t *testing.T) {
 			}
 		}
 		if len(missing) > 0 {
-			names := make([]string, 0, len(missing))
-			for n := range missing {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(missing))
 			var b strings.Builder
 			for _, n := range names {
 				users := missing[n]
