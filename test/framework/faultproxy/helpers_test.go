@@ -249,3 +249,17 @@ func expectReset(t *testing.T, c net.Conn, network, after string, d time.Duratio
 		t.Fatalf("read after %s: %v, want ECONNRESET", after, err)
 	}
 }
+
+// waitNoError waits up to d for what to report on errc, and fails the
+// test if it reports an error or nothing.
+func waitNoError(t *testing.T, errc <-chan error, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

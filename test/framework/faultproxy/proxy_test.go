@@ -275,14 +275,7 @@ func TestLabels(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	p.Set(Faults{})
-	select {
-	case err := <-stalled:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("request abc did not complete after the stall")
-	}
+	waitNoError(t, stalled, 3*time.Second, "request abc to complete after the stall")
 	if st := p.Stats(); st.Accepted != 2 {
 		t.Fatalf("stats %+v, want the 2 connections reused", st)
 	}
@@ -350,14 +343,7 @@ func TestCloseEndsEverything(t *testing.T) {
 
 		closed := make(chan error, 1)
 		go func() { closed <- p.Close() }()
-		select {
-		case err := <-closed:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("Close did not return")
-		}
+		waitNoError(t, closed, 3*time.Second, "Close to return")
 		p.wg.Wait() // returns: Close waited for it
 		for _, c := range conns {
 			expectClosed(t, c, time.Second)
