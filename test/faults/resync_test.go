@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -150,18 +149,7 @@ func checkPass(t *testing.T, pass int, repo []resyncObject, got []verdict, alone
 // together, and returns the verdicts in the order of objs.
 func applyAll(dyn dynamic.Interface, objs []resyncObject) []verdict {
 	out := make([]verdict, len(objs))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, o := range objs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			out[i] = applyObject(context.Background(), dyn, o)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	framework.AtOnce(len(objs), func(i int) { out[i] = applyObject(context.Background(), dyn, objs[i]) })
 	return out
 }
 

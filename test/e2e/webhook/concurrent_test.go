@@ -64,28 +64,19 @@ func raceDefaults(t *testing.T, kind, prefix string, n int, create, remove func(
 // applyAtOnce runs create(i) for i in [0,n) from n goroutines released
 // together, and returns how many succeeded and the errors of the others.
 func applyAtOnce(n int, create func(i int) error) (int, []error) {
-	var wg sync.WaitGroup
 	var mu sync.Mutex
-	start := make(chan struct{})
 	ok := 0
 	var errs []error
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			err := create(i)
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil {
-				ok++
-			} else {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	framework.AtOnce(n, func(i int) {
+		err := create(i)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			ok++
+		} else {
+			errs = append(errs, err)
+		}
+	})
 	return ok, errs
 }
 
