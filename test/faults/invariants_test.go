@@ -475,8 +475,7 @@ func panicLine(b []byte) (int, string, bool) {
 }
 
 func keys(m map[string]bool) []string {
-	out := slices.Sorted(maps.Keys(m))
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // minus returns the elements of a (sorted) not in b.
