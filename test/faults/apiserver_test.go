@@ -26,11 +26,8 @@ import (
 // again, and the webhook must judge again.
 func TestAPIServerRestarts(t *testing.T) {
 	rng := newRand(t)
-	sz := runSizes()
-	n, restarts := 20, 1
-	if sz.full {
-		n, restarts = 200, 8
-	}
+	full := runSizes().full
+	n, restarts := shortOrFull(20, 200), shortOrFull(1, 8)
 	s := privateScenario(t, slowCalls(300*time.Millisecond, "", snapshotCalls...))
 	w := newWorld(s)
 	s.Ctrl = s.StartController(t, append(s.Args, "--retry-interval-max=2s")...)
@@ -62,7 +59,7 @@ func TestAPIServerRestarts(t *testing.T) {
 		}
 		oldRV := list.ResourceVersion
 		before := s.Drv.CallLog(t, 0).Last
-		if !sz.full {
+		if !full {
 			gate.Lock()
 		}
 		killed := time.Now()
@@ -87,7 +84,7 @@ func TestAPIServerRestarts(t *testing.T) {
 		// them there, and the full run saw 94 s once (docs/reliability.md,
 		// Measured).
 		rec := w.probeReady(t, fmt.Sprintf("probe-%d", i), claims[0], 2*time.Minute)
-		if !sz.full {
+		if !full {
 			gate.Unlock()
 		}
 		downs, readies, judges, recoveries = append(downs, down), append(readies, ready), append(judges, judge), append(recoveries, rec)

@@ -133,10 +133,7 @@ func registerChartWebhook(t *testing.T, env *framework.Env, wh *framework.Webhoo
 // and are deleted while it is frozen, then while it is stopped.
 func TestWebhookDownOrSlow(t *testing.T) {
 	rng := newRand(t)
-	n := 5
-	if runSizes().full {
-		n = 50
-	}
+	n := shortOrFull(5, 50)
 	s := privateScenario(t, nil)
 	w := newWorld(s)
 	binderKC, csiKC, manifest := chartIdentities(t, s.Env)

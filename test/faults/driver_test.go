@@ -150,10 +150,7 @@ func TestDriverFaults(t *testing.T) {
 	s.Drv.SetFaults(t, framework.Faults{})
 	mu.Unlock()
 
-	timeout := 2 * time.Minute
-	if sz.full {
-		timeout = 5 * time.Minute
-	}
+	timeout := settleTimeout()
 	w.checkInvariants(t, timeout)
 	after := s.Drv.Calls(t)
 	var total, injected, lostReplies int64

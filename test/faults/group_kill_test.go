@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -38,11 +36,7 @@ var groupCalls = []string{"CreateVolumeGroupSnapshot", "DeleteVolumeGroupSnapsho
 // and the single-snapshot invariants (nothing Terminating, no panic).
 func TestGroupKills(t *testing.T) {
 	rng := newRand(t)
-	sz := runSizes()
-	creates, deletes, kills := 12, 9, 3
-	if sz.full {
-		creates, deletes, kills = 70, 60, 10
-	}
+	creates, deletes, kills := shortOrFull(12, 70), shortOrFull(9, 60), shortOrFull(3, 10)
 	s, w, g := groupScenario(t, creates, deletes)
 	k := startKiller(t, s, w, map[string][]string{"controller": append(slices.Clone(s.Args), "--retry-interval-max=2s")}, groupCalls...)
 
@@ -53,10 +47,7 @@ func TestGroupKills(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	k.run(t, rng, kills, wl, wl.start(ctx, w, child(rng), slices.Sorted(maps.Keys(apps))))
-	timeout := 2 * time.Minute
-	if sz.full {
-		timeout = 5 * time.Minute
-	}
+	timeout := settleTimeout()
 	g.checkInvariants(t, apps, timeout)
 	w.checkInvariants(t, timeout)
 	logGroupCalls(t, s, start)
@@ -92,10 +83,8 @@ func logGroupCalls(t *testing.T, s *framework.Scenario, start time.Time) {
 
 // groupLedger is what a group scenario created and deleted.
 type groupLedger struct {
-	s       *framework.Scenario
-	mu      sync.Mutex
-	uids    map[string]types.UID // every group created, by name
-	deleted map[string]bool
+	s      *framework.Scenario
+	ledger // every group created and deleted
 }
 
 // groupScenario sets up a group scenario: a driver with groupFaults, no
@@ -116,7 +105,7 @@ var groupArgs = []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}
 // (deletion policy Delete) in scenario s and returns an empty ledger.
 func newGroupLedger(t *testing.T, s *framework.Scenario) *groupLedger {
 	t.Helper()
-	g := &groupLedger{s: s, uids: map[string]types.UID{}, deleted: map[string]bool{}}
+	g := &groupLedger{s: s, ledger: newLedger()}
 	c := &groupv1.VolumeGroupSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "group-class-" + g.s.NS, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
 		Driver:     g.s.Drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
@@ -167,9 +156,7 @@ func (g *groupLedger) create(ctx context.Context, name, app string) error {
 	if err != nil {
 		return fmt.Errorf("create group snapshot %s: %w", name, err)
 	}
-	g.mu.Lock()
-	g.uids[name] = out.UID
-	g.mu.Unlock()
+	g.created(name, out.UID)
 	return nil
 }
 
@@ -184,22 +171,13 @@ func (g *groupLedger) patientCreate(ctx context.Context, name, app string) error
 	if err != nil {
 		return err
 	}
-	g.mu.Lock()
-	g.uids[name] = vgs.UID
-	g.mu.Unlock()
+	g.created(name, vgs.UID)
 	return nil
 }
 
 // remove deletes VolumeGroupSnapshot name.
 func (g *groupLedger) remove(ctx context.Context, name string) error {
-	g.mu.Lock()
-	g.deleted[name] = true
-	g.mu.Unlock()
-	err := g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(g.s.NS).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete group snapshot %s: %w", name, err)
-	}
-	return nil
+	return g.markAndDelete(ctx, "group snapshot", name, g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(g.s.NS).Delete)
 }
 
 // checkInvariants asserts, within timeout, the group invariants of
@@ -210,10 +188,7 @@ func (g *groupLedger) remove(ctx context.Context, name string) error {
 func (g *groupLedger) checkInvariants(t *testing.T, apps map[string][]string, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	g.mu.Lock()
-	uids, deleted := maps.Clone(g.uids), maps.Clone(g.deleted)
-	g.mu.Unlock()
-	live, gone := split(uids, deleted)
+	uids, live, gone := g.split()
 	// The application each live group was made of, from its selector.
 	appOf := map[string]string{}
 	err := framework.Poll(timeout, fmt.Sprintf("%d live groups ready with their members, %d deleted ones gone with theirs", len(live), len(gone)), func() (bool, error) {

@@ -16,11 +16,7 @@ import (
 // across the takeover, nothing left of a deleted group.
 func TestGroupLeaderKill(t *testing.T) {
 	rng := newRand(t)
-	sz := runSizes()
-	creates, deletes, kills := 8, 6, 1
-	if sz.full {
-		creates, deletes, kills = 40, 34, 3
-	}
+	creates, deletes, kills := shortOrFull(8, 40), shortOrFull(6, 34), shortOrFull(1, 3)
 	s, w, g := groupScenario(t, creates, deletes)
 	r := newReplicas(t, s, w)
 

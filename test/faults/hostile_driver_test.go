@@ -29,9 +29,7 @@ func TestHostileDriverMessage(t *testing.T) {
 	if err := w.create(context.Background(), "loud", "data"); err != nil {
 		t.Fatal(err)
 	}
-	w.mu.Lock()
-	content := snapshot.ContentNameFor(w.uids["loud"])
-	w.mu.Unlock()
+	content := snapshot.ContentNameFor(w.uid("loud"))
 
 	msg := expectContentError(t, env, content, time.Minute, head)
 	if len(msg) > snapshot.MaxMessageBytes || !strings.Contains(msg, "bytes in all]") {

@@ -70,9 +70,7 @@ func TestHostileSecretTemplates(t *testing.T) {
 		}
 		class := createSecretClass(t, s, tc)
 		vs := env.CreateSnapshot(t, framework.DynamicSnapshot(s.NS, snapName, "data", &class))
-		w.mu.Lock()
-		w.uids[snapName] = vs.UID
-		w.mu.Unlock()
+		w.created(snapName, vs.UID)
 		if tc.want == nil {
 			s.WaitReady(t, snapName, time.Minute)
 			continue

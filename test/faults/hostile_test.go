@@ -25,12 +25,7 @@ import (
 
 // quietFor is how long an object's resourceVersion must stand still before
 // it counts as settled: longer than the controller's first retries.
-func quietFor() time.Duration {
-	if runSizes().full {
-		return 15 * time.Second
-	}
-	return 4 * time.Second
-}
+func quietFor() time.Duration { return shortOrFull(4*time.Second, 15*time.Second) }
 
 // objRef names an object whose writes the suite watches: a VolumeSnapshot
 // (namespace set) or a VolumeSnapshotContent.

@@ -119,7 +119,5 @@ func createWithUnknownFields(t *testing.T, w *world, name, claim string) {
 	spec, _, _ := unstructured.NestedMap(out.Object, "spec")
 	_, kept := spec["retention"]
 	t.Logf("snapshot with unknown fields stored; spec now %v (unknown field kept: %v), status %v", spec, kept, out.Object["status"])
-	w.mu.Lock()
-	w.uids[name] = out.GetUID()
-	w.mu.Unlock()
+	w.created(name, out.GetUID())
 }

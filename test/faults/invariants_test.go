@@ -29,12 +29,10 @@ import (
 // are scanned for panics), the backend snapshots the driver lost when it
 // restarted, and the call logs of the driver's earlier incarnations.
 type world struct {
-	s *framework.Scenario
+	s      *framework.Scenario
+	ledger // every VolumeSnapshot created and deleted; its mu guards the fields below too
 
-	mu      sync.Mutex
-	uids    map[string]types.UID // every VolumeSnapshot created, by name
-	deleted map[string]bool
-	ctrls   []*framework.Component
+	ctrls []*framework.Component
 	// lost are backend snapshot ids a restarted driver forgot: contents
 	// may still point at them, the new backend cannot hold them.
 	lost map[string]bool
@@ -43,7 +41,7 @@ type world struct {
 }
 
 func newWorld(s *framework.Scenario) *world {
-	w := &world{s: s, uids: map[string]types.UID{}, deleted: map[string]bool{}, lost: map[string]bool{}}
+	w := &world{s: s, ledger: newLedger(), lost: map[string]bool{}}
 	if s.Ctrl != nil {
 		w.ctrls = append(w.ctrls, s.Ctrl)
 	}
@@ -64,22 +62,13 @@ func (w *world) create(ctx context.Context, name, pvc string) error {
 	if err != nil {
 		return fmt.Errorf("create snapshot %s: %w", name, err)
 	}
-	w.mu.Lock()
-	w.uids[name] = vs.UID
-	w.mu.Unlock()
+	w.created(name, vs.UID)
 	return nil
 }
 
 // remove deletes VolumeSnapshot name.
 func (w *world) remove(ctx context.Context, name string) error {
-	w.mu.Lock()
-	w.deleted[name] = true
-	w.mu.Unlock()
-	err := w.s.Env.Snap.SnapshotV1().VolumeSnapshots(w.s.NS).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete snapshot %s: %w", name, err)
-	}
-	return nil
+	return w.markAndDelete(ctx, "snapshot", name, w.s.Env.Snap.SnapshotV1().VolumeSnapshots(w.s.NS).Delete)
 }
 
 // restartDriver restarts the mock driver (SIGTERM, then a new process on
@@ -165,13 +154,10 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 	start := time.Now()
 	ctx := context.Background()
 	w.mu.Lock()
-	uids := maps.Clone(w.uids)
-	deleted := maps.Clone(w.deleted)
+	uids, live, gone := w.splitLocked()
 	lost := maps.Clone(w.lost)
 	w.mu.Unlock()
 	snaps := w.s.Env.Snap.SnapshotV1()
-
-	live, gone := split(uids, deleted)
 
 	err := framework.Poll(timeout, fmt.Sprintf("%d live snapshots ready, %d deleted ones gone with their contents, nothing terminating", len(live), len(gone)), func() (bool, error) {
 		vsList, err := snaps.VolumeSnapshots(w.s.NS).List(ctx, metav1.ListOptions{})
@@ -246,11 +232,63 @@ func itemsByName[T any, P interface {
 	return m
 }
 
-// split returns the names in uids, sorted: those not deleted (live), and
-// the deleted ones (gone).
-func split(uids map[string]types.UID, deleted map[string]bool) (live, gone []string) {
-	for name := range uids {
-		if deleted[name] {
+// ledger records the objects (snapshots or groups) a scenario created, by
+// name, and which of them it deleted: what the invariants expect to find.
+type ledger struct {
+	mu      sync.Mutex
+	uids    map[string]types.UID
+	deleted map[string]bool
+}
+
+func newLedger() ledger {
+	return ledger{uids: map[string]types.UID{}, deleted: map[string]bool{}}
+}
+
+// created records object name, created with uid.
+func (l *ledger) created(name string, uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.uids[name] = uid
+}
+
+// markDeleted records that object name is being deleted; it is marked
+// before the delete is sent, so that a delete whose reply is lost still
+// counts.
+func (l *ledger) markDeleted(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deleted[name] = true
+}
+
+// markAndDelete marks object name deleted and deletes it with del; an
+// object already gone counts as deleted. what names its kind in errors.
+func (l *ledger) markAndDelete(ctx context.Context, what, name string, del func(context.Context, string, metav1.DeleteOptions) error) error {
+	l.markDeleted(name)
+	if err := del(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s: %w", what, name, err)
+	}
+	return nil
+}
+
+// uid is the uid object name was created with.
+func (l *ledger) uid(name string) types.UID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.uids[name]
+}
+
+// split returns a copy of the uids and the names, sorted: those not
+// deleted (live), and the deleted ones (gone).
+func (l *ledger) split() (uids map[string]types.UID, live, gone []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.splitLocked()
+}
+
+// splitLocked is split for a caller that holds l.mu.
+func (l *ledger) splitLocked() (uids map[string]types.UID, live, gone []string) {
+	for name := range l.uids {
+		if l.deleted[name] {
 			gone = append(gone, name)
 		} else {
 			live = append(live, name)
@@ -258,7 +296,7 @@ func split(uids map[string]types.UID, deleted map[string]bool) (live, gone []str
 	}
 	sort.Strings(live)
 	sort.Strings(gone)
-	return live, gone
+	return maps.Clone(l.uids), live, gone
 }
 
 // backendMatches compares the driver's snapshots with the handles of the
@@ -437,12 +475,7 @@ func panicLine(b []byte) (int, string, bool) {
 }
 
 func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // minus returns the elements of a (sorted) not in b.

@@ -52,10 +52,7 @@ func testKills(t *testing.T, split bool) {
 	defer cancel()
 	start := time.Now()
 	k.run(t, rng, sz.Kills, wl, wl.start(ctx, w, child(rng), claims))
-	timeout := 2 * time.Minute
-	if sz.full {
-		timeout = 5 * time.Minute
-	}
+	timeout := settleTimeout()
 	w.checkInvariants(t, timeout)
 	calls := s.Drv.Calls(t)
 	t.Logf("driver calls: CreateSnapshot %v, DeleteSnapshot %v, ListSnapshots %v; total run %v",

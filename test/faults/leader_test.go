@@ -48,11 +48,7 @@ const (
 // standby; the full variant kills the leader of the moment three times.
 func TestLeaderKill(t *testing.T) {
 	rng := newRand(t)
-	sz := runSizes()
-	n, kills := 20, 1
-	if sz.full {
-		n, kills = 150, 3
-	}
+	n, kills := shortOrFull(20, 150), shortOrFull(1, 3)
 	s, w, r := replicaScenario(t, append(slowCalls(300*time.Millisecond, "", snapshotCalls...),
 		slowCalls(1500*time.Millisecond, "snapshot-[0-3]*", "CreateSnapshot")...))
 

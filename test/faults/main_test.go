@@ -64,6 +64,19 @@ func runSizes() sizes {
 	return sizes{KillN: 30, Kills: 3, DriverN: 40, BurstM: 25}
 }
 
+// shortOrFull is short in a short run and full in a full one: the size of
+// a scenario that only that scenario uses, next to where it is used.
+func shortOrFull[V any](short, full V) V {
+	if runSizes().full {
+		return full
+	}
+	return short
+}
+
+// settleTimeout bounds how long the invariants may take to hold once a
+// scenario's faults end; a full run leaves more to settle.
+func settleTimeout() time.Duration { return shortOrFull(2*time.Minute, 5*time.Minute) }
+
 // baseSeed is the run's seed: the flag, else the environment, else the
 // clock.
 func baseSeed(t *testing.T) uint64 {
@@ -92,10 +105,7 @@ func newRand(t *testing.T) *rand.Rand {
 	seed := baseSeed(t)
 	h := fnv.New64a()
 	h.Write([]byte(t.Name()))
-	mode := "short"
-	if runSizes().full {
-		mode = "full"
-	}
+	mode := shortOrFull("short", "full")
 	t.Logf("seed %d (%s sizes); replay: %s=%d %s=%s SNAPKEEPER_REQUIRE_MOCK_CSI=1 go test -count=1 -v -run '%s' ./test/faults",
 		seed, mode, EnvSeed, seed, EnvSize, mode, runPattern(t.Name()))
 	return rand.New(rand.NewPCG(seed, h.Sum64()))

@@ -222,10 +222,7 @@ func runProdSteps(t *testing.T, span time.Duration, steps ...step) {
 	t.Helper()
 	eachPair(t, func(t *testing.T, pair string) {
 		rng := newRand(t)
-		n := 16
-		if runSizes().full {
-			n = 120
-		}
+		n := shortOrFull(16, 120)
 		g := newProdRig(t, rng, pair, prodSlowDriver)
 		runFaults(t, rng, g, g.workload(n+3, n, 4, span), steps...)
 	})
@@ -265,10 +262,8 @@ func TestProdDriverFaults(t *testing.T) {
 func TestProdTwoFaults(t *testing.T) {
 	eachPair(t, func(t *testing.T, pair string) {
 		rng := newRand(t)
-		rounds, n, streams, span := 2, 20, 1, time.Minute
-		if runSizes().full {
-			rounds, n, streams, span = 0, 400, 4, 30*time.Minute
-		}
+		rounds, n, streams := shortOrFull(2, 0), shortOrFull(20, 400), shortOrFull(1, 4)
+		span := shortOrFull(time.Minute, 30*time.Minute)
 		g := newProdRig(t, rng, pair, prodSlowDriver)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -333,10 +328,7 @@ func TestProdTwoFaults(t *testing.T) {
 func TestProdGroupFaults(t *testing.T) {
 	eachPair(t, func(t *testing.T, pair string) {
 		rng := newRand(t)
-		creates, deletes := 8, 6
-		if runSizes().full {
-			creates, deletes = 60, 50
-		}
+		creates, deletes := shortOrFull(8, 60), shortOrFull(6, 50)
 		g := newProdRigWith(t, rng, pair, framework.ScenarioOptions{NoClass: true, Faults: groupFaults(creates, deletes), ControllerArgs: groupArgs})
 		gl := newGroupLedger(t, g.s)
 		apps := gl.claims(t, rng, 3)

@@ -21,10 +21,7 @@ import (
 func TestProdLeaderStall(t *testing.T) {
 	eachPair(t, func(t *testing.T, pair string) {
 		rng := newRand(t)
-		n, stalls := 16, 1
-		if runSizes().full {
-			n, stalls = 120, 4
-		}
+		n, stalls := shortOrFull(16, 120), shortOrFull(1, 4)
 		g := newProdRig(t, rng, pair, prodSlowDriver)
 		wl := g.workload(n+3, n, 4, time.Duration(stalls)*50*time.Second)
 		claims := wl.claims(t, g.s)

@@ -368,9 +368,7 @@ func (g *prodRig) patientCreate(ctx context.Context, name, pvc string) error {
 		if err != nil {
 			return err
 		}
-		g.w.mu.Lock()
-		g.w.uids[name] = vs.UID
-		g.w.mu.Unlock()
+		g.w.created(name, vs.UID)
 		return nil
 	})
 }

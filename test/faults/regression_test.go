@@ -38,7 +38,7 @@ func TestNoLeakAfterLostReplyThenFinalError(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "a CreateSnapshot answered Internal", func() (bool, error) {
 		return s.Drv.Calls(t).Count("CreateSnapshot", "Internal") > 0, nil
 	})
-	name := snapshot.ContentNameFor(w.uids["snap"])
+	name := snapshot.ContentNameFor(w.uid("snap"))
 	if c := s.Content(t, name); !snapshot.HasAnnotation(c, snapshot.AnnBeingCreated, snapshot.ValueYes) {
 		t.Fatalf("after Aborted then Internal the content lost its being-created mark (annotations %v): a deletion would forget the cut snapshot", c.Annotations)
 	}

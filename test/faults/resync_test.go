@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,10 +51,7 @@ func (v verdict) String() string {
 // fail otherwise (no timeout, no 5xx, no "failed calling webhook").
 func TestGitOpsResync(t *testing.T) {
 	_ = newRand(t) // logs how to replay; the scenario draws nothing at random
-	passes := 2
-	if runSizes().full {
-		passes = 6
-	}
+	passes := shortOrFull(2, 6)
 	env := framework.Shared(t)
 	ns := env.Namespace(t)
 	wh := env.StartWebhook(t)
@@ -153,18 +149,7 @@ func checkPass(t *testing.T, pass int, repo []resyncObject, got []verdict, alone
 // together, and returns the verdicts in the order of objs.
 func applyAll(dyn dynamic.Interface, objs []resyncObject) []verdict {
 	out := make([]verdict, len(objs))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, o := range objs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			out[i] = applyObject(context.Background(), dyn, o)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	framework.AtOnce(len(objs), func(i int) { out[i] = applyObject(context.Background(), dyn, objs[i]) })
 	return out
 }
 

@@ -75,9 +75,7 @@ func (w *world) createRetry(ctx context.Context, name, pvc string) error {
 		if apierrors.IsAlreadyExists(err) {
 			vs, gerr := w.s.Env.Snap.SnapshotV1().VolumeSnapshots(w.s.NS).Get(ctx, name, metav1.GetOptions{})
 			if gerr == nil {
-				w.mu.Lock()
-				w.uids[name] = vs.UID
-				w.mu.Unlock()
+				w.created(name, vs.UID)
 				return nil
 			}
 			err = gerr

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -171,9 +170,7 @@ func createPreProvisioned(t *testing.T, w *world, name, id string) {
 	}
 	vs := s.Env.CreateSnapshot(t, &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: name},
 		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content.Name}, VolumeSnapshotClassName: &s.Class}})
-	w.mu.Lock()
-	w.uids[name] = vs.UID
-	w.mu.Unlock()
+	w.created(name, vs.UID)
 }
 
 // cutDirect cuts a backend snapshot on the driver without the controller,
@@ -202,14 +199,9 @@ func secretKeysByMethod(log framework.CallLog) map[string][]string {
 
 func scrapeBody(t *testing.T, c *http.Client, url string) []byte {
 	t.Helper()
-	resp, err := c.Get(url)
+	b, err := framework.ScrapeBody(context.Background(), c, url)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+		t.Fatal(err)
 	}
 	return b
 }

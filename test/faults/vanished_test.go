@@ -29,9 +29,7 @@ func TestSnapshotVanishedWithItsFinalizers(t *testing.T) {
 
 	vanish := func(name string) {
 		t.Helper()
-		w.mu.Lock()
-		w.deleted[name] = true
-		w.mu.Unlock()
+		w.markDeleted(name)
 		removeBehindAPIServer(t, s, framework.SnapshotKey(s.NS, name), func() error {
 			_, err := snaps.VolumeSnapshots(s.NS).Get(ctx, name, metav1.GetOptions{})
 			return err
@@ -50,9 +48,7 @@ func TestSnapshotVanishedWithItsFinalizers(t *testing.T) {
 	if err := w.create(ctx, "in-flight", claims[0]); err != nil {
 		t.Fatal(err)
 	}
-	w.mu.Lock()
-	content := snapshot.ContentNameFor(w.uids["in-flight"])
-	w.mu.Unlock()
+	content := snapshot.ContentNameFor(w.uid("in-flight"))
 	framework.Eventually(t, 30*time.Second, "CreateSnapshot of in-flight under way", func() (bool, error) {
 		c, err := snaps.VolumeSnapshotContents().Get(ctx, content, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -84,9 +80,7 @@ func TestGroupVanishedWithItsFinalizer(t *testing.T) {
 	groups := s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(s.NS)
 	vanish := func(name string) {
 		t.Helper()
-		g.mu.Lock()
-		g.deleted[name] = true
-		g.mu.Unlock()
+		g.markDeleted(name)
 		removeBehindAPIServer(t, s, framework.GroupSnapshotKey(s.NS, name), func() error {
 			_, err := groups.Get(ctx, name, metav1.GetOptions{})
 			return err
@@ -104,9 +98,7 @@ func TestGroupVanishedWithItsFinalizer(t *testing.T) {
 	if err := g.create(ctx, "in-flight", "app-0"); err != nil {
 		t.Fatal(err)
 	}
-	g.mu.Lock()
-	content := snapshot.GroupContentNameFor(g.uids["in-flight"])
-	g.mu.Unlock()
+	content := snapshot.GroupContentNameFor(g.uid("in-flight"))
 	framework.Eventually(t, 30*time.Second, "CreateVolumeGroupSnapshot of in-flight under way", func() (bool, error) {
 		_, err := s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, content, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -104,17 +105,13 @@ func (e *Env) APIWrites(ctx context.Context) (APIWrites, error) {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+AdminToken)
-	resp, err := client.Do(req)
+	body, err := doScrape(client, req)
 	if err != nil {
 		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping the API server's metrics: %s", resp.Status)
-	}
 	out := APIWrites{}
 	seen := false
-	err = EachSample(resp.Body, "apiserver_request_total", func(labels map[string]string, v float64) {
+	err = EachSample(bytes.NewReader(body), "apiserver_request_total", func(labels map[string]string, v float64) {
 		seen = true
 		verb, ok := writeVerbs[labels["verb"]]
 		if !ok {

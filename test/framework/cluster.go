@@ -39,11 +39,7 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
 		return nil
 	}
 	cp.cluster = true
-	bin, err := Tool("kube-controller-manager")
-	if err != nil {
-		return err
-	}
-	port, err := FreePort()
+	bin, port, err := serverTool("kube-controller-manager")
 	if err != nil {
 		return err
 	}

@@ -128,12 +128,8 @@ func (cp *ControlPlane) startEtcd(o ControlPlaneOptions) error {
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOptions) error {
-	bin, err := Tool("kube-apiserver")
-	if err != nil {
-		return err
-	}
 	etcdURL := cp.URL
-	port, err := FreePort()
+	bin, port, err := serverTool("kube-apiserver")
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,19 @@ import (
 // chart; `kubectl apply --server-side -f` works on it too.
 func CRDDir() string { return filepath.Join(RepoRoot(), "charts", "snapkeeper", "files", "crds") }
 
+// ReadYAML decodes the YAML (or JSON) file path into v: a CRD, the chart's
+// values.
+func ReadYAML(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	return nil
+}
+
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // InstallCRDs server-side applies every CRD file in dir and waits until each

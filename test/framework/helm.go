@@ -23,16 +23,26 @@ type Helm struct {
 // NewHelm returns a Helm bound to kubeconfig; t.Cleanup removes its home.
 func NewHelm(t T, kubeconfig string) *Helm {
 	t.Helper()
-	bin, err := Tool("helm")
+	h, err := newHelm(kubeconfig)
 	if err != nil {
 		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(h.Home) })
+	return h
+}
+
+// newHelm returns a Helm bound to kubeconfig with a new home, which the
+// caller removes.
+func newHelm(kubeconfig string) (*Helm, error) {
+	bin, err := Tool("helm")
+	if err != nil {
+		return nil, err
 	}
 	home, err := os.MkdirTemp("", "snapkeeper-helm-")
 	if err != nil {
-		t.Fatalf("%v", err)
+		return nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	return &Helm{Bin: bin, Home: home, Kubeconfig: kubeconfig}
+	return &Helm{Bin: bin, Home: home, Kubeconfig: kubeconfig}, nil
 }
 
 // Run runs helm with args (and --kubeconfig when set); the error carries

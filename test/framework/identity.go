@@ -23,16 +23,12 @@ import (
 // (--set ...): Helm.Template for callers without a T. Helm runs with
 // throw-away config and cache directories.
 func RenderChart(ctx context.Context, args ...string) ([]byte, error) {
-	bin, err := Tool("helm")
+	h, err := newHelm("")
 	if err != nil {
 		return nil, err
 	}
-	home, err := os.MkdirTemp("", "snapkeeper-helm-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(home)
-	out, err := (&Helm{Bin: bin, Home: home}).Run(ctx, templateArgs("", args)...)
+	defer os.RemoveAll(h.Home)
+	out, err := h.Run(ctx, templateArgs("", args)...)
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,16 @@ func removeBuildDir() {
 	}
 }
 
+// serverTool returns the path of Tool name, a server, and a free port for
+// it to serve on.
+func serverTool(name string) (bin string, port int, err error) {
+	if bin, err = Tool(name); err != nil {
+		return "", 0, err
+	}
+	port, err = FreePort()
+	return bin, port, err
+}
+
 // FreePort returns a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

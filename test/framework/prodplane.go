@@ -300,11 +300,7 @@ func (cp *ControlPlane) stopMembers() {
 // startSecondAPIServer starts a second kube-apiserver on the same etcd
 // cluster, with the first one's tokens and service-account key.
 func (cp *ControlPlane) startSecondAPIServer(ctx context.Context, o ControlPlaneOptions) error {
-	bin, err := Tool("kube-apiserver")
-	if err != nil {
-		return err
-	}
-	port, err := FreePort()
+	bin, port, err := serverTool("kube-apiserver")
 	if err != nil {
 		return err
 	}

@@ -39,3 +39,21 @@ func Repeat(pause time.Duration, calls ...func(n int)) (stop func()) {
 		wg.Wait()
 	}
 }
+
+// AtOnce runs f(0) to f(n-1), each in a goroutine of its own, released
+// together so that the calls race (a burst of concurrent requests), and
+// returns once every call has.
+func AtOnce(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}

@@ -2,8 +2,10 @@ package framework
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -17,22 +19,42 @@ import (
 // value by its series exactly as exposed, name{labels}.
 type Samples map[string]float64
 
-// Scrape reads the webhook's /metrics.
-func (w *Webhook) Scrape(ctx context.Context) (Samples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+w.Addr+"/metrics", nil)
+// ScrapeBody GETs url (a /metrics endpoint) with client and returns the
+// body of a 200 answer.
+func ScrapeBody(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("scrape webhook metrics: %w", err)
+		return nil, err
 	}
-	resp, err := w.Client().Do(req)
+	return doScrape(client, req)
+}
+
+// doScrape is ScrapeBody for a request the caller built (with a bearer
+// token, say).
+func doScrape(client *http.Client, req *http.Request) ([]byte, error) {
+	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scrape webhook metrics: %w", err)
+		return nil, fmt.Errorf("GET %s: %w", req.URL, err)
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", req.URL, err)
+	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape webhook metrics: status %s", resp.Status)
+		return nil, fmt.Errorf("GET %s: status %s", req.URL, resp.Status)
+	}
+	return b, nil
+}
+
+// Scrape reads the webhook's /metrics.
+func (w *Webhook) Scrape(ctx context.Context) (Samples, error) {
+	body, err := ScrapeBody(ctx, w.Client(), "https://"+w.Addr+"/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scrape webhook metrics: %w", err)
 	}
 	out := Samples{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()

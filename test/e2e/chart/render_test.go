@@ -17,7 +17,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -286,12 +285,8 @@ func TestCRDsAreTheGeneratedOnesWithTheKeepPolicyAndNoConversion(t *testing.T) {
 		t.Fatalf("want 6 generated CRDs, got %d (%v)", len(files), err)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		want := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(b, &want.Object); err != nil {
+		if err := framework.ReadYAML(f, &want.Object); err != nil {
 			t.Fatal(err)
 		}
 		got := r.get(t, "CustomResourceDefinition", want.GetName())
@@ -420,12 +415,8 @@ func copyDir(t *testing.T, src, dst string) {
 
 // Every value of values.yaml has a row in README.md.
 func TestREADMEDocumentsEveryValue(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(framework.ChartDir(), "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var values map[string]any
-	if err := yaml.Unmarshal(b, &values); err != nil {
+	if err := framework.ReadYAML(filepath.Join(framework.ChartDir(), "values.yaml"), &values); err != nil {
 		t.Fatal(err)
 	}
 	readme, err := os.ReadFile(filepath.Join(framework.ChartDir(), "README.md"))

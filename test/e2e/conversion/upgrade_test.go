@@ -278,12 +278,8 @@ func groupCRDFiles(t *testing.T) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, res := range groupCRDs {
-		b, err := os.ReadFile(filepath.Join(framework.CRDDir(), conversion.Group+"_"+res+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var crd map[string]any
-		if err := yaml.Unmarshal(b, &crd); err != nil {
+		if err := framework.ReadYAML(filepath.Join(framework.CRDDir(), conversion.Group+"_"+res+".yaml"), &crd); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, crd)

@@ -8,6 +8,7 @@ package csiside
 
 import (
 	"context"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -38,10 +39,31 @@ func newSetup(t *testing.T, o framework.ScenarioOptions) *setup {
 	return &setup{framework.NewScenario(t, o)}
 }
 
+// snapData creates claim "data" and VolumeSnapshot "snap" of it in the
+// scenario's class, and returns the snapshot and the name of its content.
+func (s *setup) snapData(t *testing.T) (*snapv1.VolumeSnapshot, string) {
+	t.Helper()
+	s.PVC(t, "data")
+	vs := s.Snapshot(t, "snap", "data", &s.Class)
+	return vs, snapshot.ContentNameFor(vs.UID)
+}
+
 // calls returns how often the driver answered method with code.
 func (s *setup) calls(t *testing.T, method, code string) int64 {
 	t.Helper()
 	return s.Drv.Calls(t).Count(method, code)
+}
+
+// wantCalls checks that the driver answered method with code exactly want
+// times; why, if not empty, says why that many.
+func (s *setup) wantCalls(t *testing.T, method, code string, want int64, why string) {
+	t.Helper()
+	if n := s.calls(t, method, code); n != want {
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		t.Errorf("%s answered %s %d times, want %d%s", path.Base(method), code, n, want, why)
+	}
 }
 
 // csiName is the CreateSnapshot name the controller must derive from uid

@@ -21,9 +21,7 @@ import (
 func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	const notReady = 3 // polls 1, 3 and 7 s after the cut
 	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "*", NotReady: notReady}}})
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	vs, contentName := s.snapData(t)
 
 	// The cut is stored at once, not ready, and the mark is gone.
 	s.Env.WaitContent(t, contentName, "cut but not ready", 30*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
@@ -55,18 +53,14 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	}
 	// A dynamic snapshot is polled with CreateSnapshot (same name, same
 	// parameters and secret), as the community sidecar polls it.
-	if n := s.calls(t, mList, "OK"); n != 0 {
-		t.Errorf("ListSnapshots answered %d times, want 0 (dynamic snapshots are polled with CreateSnapshot)", n)
-	}
+	s.wantCalls(t, mList, "OK", 0, "dynamic snapshots are polled with CreateSnapshot")
 	if polls := s.calls(t, mCreate, "OK"); polls < notReady+1 {
 		t.Errorf("driver answered %d CreateSnapshot calls, want at least %d (not ready %d times, then ready)", polls, notReady+1, notReady)
 	}
 	s.BackendMatchesContents(t)
 
 	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
-	if n := s.calls(t, mDelete, "OK"); n != 1 {
-		t.Errorf("DeleteSnapshot answered OK %d times, want 1", n)
-	}
+	s.wantCalls(t, mDelete, "OK", 1, "")
 }
 
 // A final CreateSnapshot error is shown on the VolumeSnapshot with the
@@ -75,9 +69,7 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 func TestFinalErrorShownOnSnapshot(t *testing.T) {
 	const msg = "volume cannot be snapshotted: unsupported filesystem xfs-legacy"
 	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "InvalidArgument", Message: msg}}})
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	_, contentName := s.snapData(t)
 
 	got := s.WaitSnapshotError(t, "snap", msg, 30*time.Second)
 	if !strings.Contains(*got.Status.Error.Message, "InvalidArgument") {
@@ -99,9 +91,7 @@ func TestFinalErrorShownOnSnapshot(t *testing.T) {
 	s.BackendMatchesContents(t)
 
 	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
-	if n := s.calls(t, mCreate, "OK"); n != 0 {
-		t.Errorf("CreateSnapshot succeeded %d times, want 0", n)
-	}
+	s.wantCalls(t, mCreate, "OK", 0, "")
 }
 
 // An error that means "may still be in progress" (Unavailable, here after
@@ -113,9 +103,7 @@ func TestInProgressErrorRecovers(t *testing.T) {
 		Faults:         []framework.FaultRule{{Method: "CreateSnapshot", Code: "Unavailable", Message: msg, Times: 3, AfterCall: true}},
 		ControllerArgs: []string{"--retry-interval-start=500ms"},
 	})
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	_, contentName := s.snapData(t)
 
 	// Every version of the content that shows the error still carries the
 	// mark and no handle: the handle and the cleared error come in one
@@ -139,9 +127,7 @@ func TestInProgressErrorRecovers(t *testing.T) {
 	if beingCreated(c) {
 		t.Error("ready content still marked being-created")
 	}
-	if n := s.calls(t, mCreate, "Unavailable"); n != 3 {
-		t.Errorf("CreateSnapshot failed %d times, want 3", n)
-	}
+	s.wantCalls(t, mCreate, "Unavailable", 3, "")
 	if b := s.Drv.Created(t); len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want exactly the content's %q", b, handleOf(c))
 	}
@@ -166,9 +152,7 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{tc.fault}, ControllerArgs: tc.args})
-			s.PVC(t, "data")
-			vs := s.Snapshot(t, "snap", "data", &s.Class)
-			contentName := snapshot.ContentNameFor(vs.UID)
+			_, contentName := s.snapData(t)
 
 			// The backend has cut it; the controller is still waiting.
 			s.WaitBackend(t, 1, 30*time.Second)
@@ -205,9 +189,7 @@ func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
 		// A slow first retry, so the timed-out state can be looked at.
 		ControllerArgs: []string{"--timeout=2s", "--retry-interval-start=3s"},
 	})
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	_, contentName := s.snapData(t)
 
 	// Timed out: the backend has the snapshot, the content keeps the mark
 	// (the call may still be cutting), has no handle and says why.
@@ -261,9 +243,7 @@ func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
 func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
 	s := newSetup(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
 	ctx := context.Background()
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	_, contentName := s.snapData(t)
 	s.WaitReady(t, "snap", 30*time.Second)
 	s.DeleteSnapshot(t, "snap")
 	s.WaitSnapshotGone(t, "snap")
@@ -278,9 +258,7 @@ func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
 	if b := s.Drv.Created(t); len(b) != 1 || b[0].ID != handleOf(c) {
 		t.Fatalf("driver holds %+v, want the retained %q", b, handleOf(c))
 	}
-	if n := s.calls(t, mDelete, "OK"); n != 0 {
-		t.Errorf("DeleteSnapshot called %d times for a Retain content", n)
-	}
+	s.wantCalls(t, mDelete, "OK", 0, "a Retain content")
 	s.BackendMatchesContents(t)
 
 	// The admin's clean-up.
@@ -337,9 +315,7 @@ func TestPreProvisionedImport(t *testing.T) {
 	if n := s.calls(t, mList, "OK"); n < 3 {
 		t.Errorf("ListSnapshots answered %d times, want at least 3 (2 not ready, then ready)", n)
 	}
-	if n := s.calls(t, mCreate, "OK"); n != 1 {
-		t.Errorf("CreateSnapshot answered %d times, want only the test's own call", n)
-	}
+	s.wantCalls(t, mCreate, "OK", 1, "only the test's own call")
 	s.BackendMatchesContents(t)
 
 	s.DeleteAndExpectNothingLeft(t, "snap", contentName)

@@ -20,9 +20,7 @@ func TestSeparateBinderAndCSIProcesses(t *testing.T) {
 	ctx := context.Background()
 	binder := s.StartController(t, "--components=binder")
 	csiSide := s.StartController(t, "--components=csi", "--csi-address="+s.Drv.Socket)
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	_, contentName := s.snapData(t)
 	s.WaitReady(t, "snap", 30*time.Second)
 	s.BackendMatchesContents(t)
 	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
@@ -93,9 +91,7 @@ func TestVeleroStyleDelete(t *testing.T) {
 			if b := s.Drv.Created(t); len(b) != 0 {
 				t.Fatalf("driver still holds %+v", b)
 			}
-			if n := s.calls(t, mDelete, "OK"); n != 1 {
-				t.Errorf("DeleteSnapshot answered OK %d times, want 1", n)
-			}
+			s.wantCalls(t, mDelete, "OK", 1, "")
 			s.BackendMatchesContents(t)
 		})
 	}
@@ -107,9 +103,7 @@ func TestVeleroStyleDelete(t *testing.T) {
 // the VolumeSnapshot is deleted.
 func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
 	s := newSetup(t, framework.ScenarioOptions{})
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	_, contentName := s.snapData(t)
 	s.WaitReady(t, "snap", 30*time.Second)
 	s.DeleteContent(t, contentName)
 
@@ -137,9 +131,7 @@ func TestDriverRestartDuringCreate(t *testing.T) {
 	s := newSetup(t, framework.ScenarioOptions{})
 	// Installed over HTTP, so that the restarted driver comes without it.
 	s.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: "CreateSnapshot", Hang: csitest.Duration(60 * time.Second), Times: 1}}})
-	s.PVC(t, "data")
-	vs := s.Snapshot(t, "snap", "data", &s.Class)
-	contentName := snapshot.ContentNameFor(vs.UID)
+	vs, contentName := s.snapData(t)
 	s.WaitBackend(t, 1, 30*time.Second)
 
 	s.Drv.Crash(t)

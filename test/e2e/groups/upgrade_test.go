@@ -89,12 +89,8 @@ func TestCRDCheckReportsStoredVersionsThatBlockAnUpgrade(t *testing.T) {
 
 	// The next CRDs drop v1beta1.
 	next := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(framework.CRDDir(), "groupsnapshot.storage.k8s.io_volumegroupsnapshotcontents.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var obj map[string]any
-	if err := yaml.Unmarshal(b, &obj); err != nil {
+	if err := framework.ReadYAML(filepath.Join(framework.CRDDir(), "groupsnapshot.storage.k8s.io_volumegroupsnapshotcontents.yaml"), &obj); err != nil {
 		t.Fatal(err)
 	}
 	spec := obj["spec"].(map[string]any)

@@ -21,7 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -263,26 +263,6 @@ type scrape struct {
 	body      []byte
 }
 
-func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return b, nil
-}
-
 // realScrapes runs the chart's shape of the product on the test plane (the
 // binder with leader election and group snapshots on, as the chart starts
 // it; a CSI side next to the mock driver; the webhook registered with the
@@ -334,7 +314,7 @@ func realScrapes(t *testing.T) []scrape {
 		{"csi", "http://" + csi.HTTPAddr + "/metrics", http.DefaultClient},
 		{"webhook", "https://" + wh.Addr + "/metrics", wh.Client()},
 	} {
-		b, err := get(ctx, c.client, c.url)
+		b, err := framework.ScrapeBody(ctx, c.client, c.url)
 		if err != nil {
 			t.Fatalf("scrape %s: %v", c.name, err)
 		}
@@ -569,11 +549,7 @@ func TestRealScrapesPassPromtoolAndServeEverySeries(t *testing.T) {
 			}
 		}
 		if len(missing) > 0 {
-			names := make([]string, 0, len(missing))
-			for n := range missing {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(missing))
 			var b strings.Builder
 			for _, n := range names {
 				users := missing[n]

@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -351,11 +352,7 @@ func byMethod(entries []framework.CallLogEntry) string {
 		}
 		counts[e.Method][e.Code]++
 	}
-	methods := make([]string, 0, len(counts))
-	for m := range counts {
-		methods = append(methods, m)
-	}
-	sort.Strings(methods)
+	methods := slices.Sorted(maps.Keys(counts))
 	var parts []string
 	for _, m := range methods {
 		var codes []string
@@ -422,11 +419,7 @@ func (w *world) eventReasons(t *testing.T) string {
 			by[k].sample = e.InvolvedObject.Name + ": " + e.Message
 		}
 	}
-	keys := make([]string, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(by))
 	var out []string
 	for _, k := range keys {
 		line := fmt.Sprintf("%s x%d (count %d)", k, by[k].objects, by[k].count)

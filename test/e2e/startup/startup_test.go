@@ -69,14 +69,7 @@ func TestWaitsForTheCRDsThenRuns(t *testing.T) {
 func TestGivesUpWithAClearMessageWithoutCRDs(t *testing.T) {
 	env := bareControlPlane(t)
 	p := startRaw(t, env, "--components=binder", "--retry-crd-interval-max=200ms", "--crd-wait-timeout=2s")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := p.Wait(ctx); err == nil {
-		t.Fatal("controller exited 0 without CRDs")
-	}
-	if log := p.Tail(4000); !strings.Contains(log, "snapshot CRDs") || !strings.Contains(log, "install them") {
-		t.Fatalf("no clear message:\n%s", log)
-	}
+	expectFailure(t, p, 30*time.Second, "without CRDs", "snapshot CRDs", "install them")
 }
 
 func TestRefusesADriverThatCannotSnapshot(t *testing.T) {
@@ -87,12 +80,23 @@ func TestRefusesADriverThatCannotSnapshot(t *testing.T) {
 	drv := env.StartCSIDriver(t, framework.CSIDriverOptions{DriverName: "nosnap.csi.snapkeeper.io",
 		HideCapabilities: []string{"CREATE_DELETE_SNAPSHOT"}})
 	p := startRaw(t, env, "--csi-address="+drv.Socket, "--timeout=5s")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	expectFailure(t, p, 60*time.Second, "with a driver that cannot snapshot", "CREATE_DELETE_SNAPSHOT", "nosnap.csi.snapkeeper.io")
+}
+
+// expectFailure waits up to timeout for controller p to exit, which it
+// must do with an error (why says in which case), and checks that the end
+// of its log has every one of wants: the message a user needs.
+func expectFailure(t *testing.T, p *framework.Process, timeout time.Duration, why string, wants ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := p.Wait(ctx); err == nil {
-		t.Fatal("controller ran with a driver that cannot snapshot")
+		t.Fatalf("controller exited 0 %s", why)
 	}
-	if log := p.Tail(4000); !strings.Contains(log, "CREATE_DELETE_SNAPSHOT") || !strings.Contains(log, "nosnap.csi.snapkeeper.io") {
-		t.Fatalf("message does not name the driver and the capability:\n%s", log)
+	log := p.Tail(4000)
+	for _, want := range wants {
+		if !strings.Contains(log, want) {
+			t.Fatalf("message %s lacks %q:\n%s", why, want, log)
+		}
 	}
 }

@@ -28,61 +28,55 @@ func TestConcurrentDefaultClasses(t *testing.T) {
 	driver := fmt.Sprintf("race-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
 
 	single := env.Snap.SnapshotV1().VolumeSnapshotClasses()
-	created, denials := applyAtOnce(n, func(i int) error {
+	raceDefaults(t, "VolumeSnapshotClass", driver+"-", n, func(name string) error {
 		_, err := single.Create(ctx, &snapv1.VolumeSnapshotClass{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", driver, i), Annotations: map[string]string{snapshot.AnnDefaultClass: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{snapshot.AnnDefaultClass: "true"}},
 			Driver:     driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 		}, metav1.CreateOptions{})
 		return err
-	})
-	t.Cleanup(func() {
-		for i := range n {
-			_ = single.Delete(ctx, fmt.Sprintf("%s-%d", driver, i), metav1.DeleteOptions{})
-		}
-	})
-	checkOneDefault(t, "VolumeSnapshotClass", created, denials)
+	}, func(name string) error { return single.Delete(ctx, name, metav1.DeleteOptions{}) })
 
 	group := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses()
-	created, denials = applyAtOnce(n, func(i int) error {
+	raceDefaults(t, "VolumeGroupSnapshotClass", driver+"-g", n, func(name string) error {
 		_, err := group.Create(ctx, &groupv1.VolumeGroupSnapshotClass{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-g%d", driver, i), Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
 			Driver:     driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 		}, metav1.CreateOptions{})
 		return err
-	})
+	}, func(name string) error { return group.Delete(ctx, name, metav1.DeleteOptions{}) })
+}
+
+// raceDefaults creates n default classes of kind at once, named prefix0 to
+// prefix<n-1>, deletes them at cleanup, and checks that exactly one was
+// stored.
+func raceDefaults(t *testing.T, kind, prefix string, n int, create, remove func(name string) error) {
+	t.Helper()
+	name := func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }
+	created, denials := applyAtOnce(n, func(i int) error { return create(name(i)) })
 	t.Cleanup(func() {
 		for i := range n {
-			_ = group.Delete(ctx, fmt.Sprintf("%s-g%d", driver, i), metav1.DeleteOptions{})
+			_ = remove(name(i))
 		}
 	})
-	checkOneDefault(t, "VolumeGroupSnapshotClass", created, denials)
+	checkOneDefault(t, kind, created, denials)
 }
 
 // applyAtOnce runs create(i) for i in [0,n) from n goroutines released
 // together, and returns how many succeeded and the errors of the others.
 func applyAtOnce(n int, create func(i int) error) (int, []error) {
-	var wg sync.WaitGroup
 	var mu sync.Mutex
-	start := make(chan struct{})
 	ok := 0
 	var errs []error
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			err := create(i)
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil {
-				ok++
-			} else {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	framework.AtOnce(n, func(i int) {
+		err := create(i)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			ok++
+		} else {
+			errs = append(errs, err)
+		}
+	})
 	return ok, errs
 }
 

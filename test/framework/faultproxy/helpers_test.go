@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -208,3 +209,57 @@ func transfer(t *testing.T, c net.Conn, data []byte, d time.Duration) []byte {
 }
 
 var networks = []string{"tcp", "unix"}
+
+// forNetworks runs f as a subtest for each network the proxy serves.
+func forNetworks(t *testing.T, f func(t *testing.T, network string)) {
+	for _, network := range networks {
+		t.Run(network, func(t *testing.T) { f(t, network) })
+	}
+}
+
+// echoThrough starts an echo server and a proxy of network with options o
+// in front of it, and dials the proxy; a hello that is not empty makes a
+// first round trip, so that the connection is known to be through before a
+// test sets its faults.
+func echoThrough(t *testing.T, network string, o Options, hello string) (*echoServer, *Proxy, net.Conn) {
+	t.Helper()
+	e := startEcho(t, network)
+	p := startProxy(t, network, e.addr, o)
+	c := dial(t, p)
+	if hello != "" {
+		roundTrip(t, c, hello)
+	}
+	return e, p, c
+}
+
+// write writes msg to c.
+func write(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectReset checks that c is closed within d and, over TCP, by a reset;
+// after says what should have ended it.
+func expectReset(t *testing.T, c net.Conn, network, after string, d time.Duration) {
+	t.Helper()
+	err := expectClosed(t, c, d)
+	if network == "tcp" && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after %s: %v, want ECONNRESET", after, err)
+	}
+}
+
+// waitNoError waits up to d for what to report on errc, and fails the
+// test if it reports an error or nothing.
+func waitNoError(t *testing.T, errc <-chan error, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

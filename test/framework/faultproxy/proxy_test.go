@@ -18,43 +18,33 @@ import (
 )
 
 func TestPassThrough(t *testing.T) {
-	for _, network := range networks {
-		t.Run(network, func(t *testing.T) {
-			e := startEcho(t, network)
-			p := startProxy(t, network, e.addr, Options{})
-			c := dial(t, p)
-			roundTrip(t, c, "hello")
-			data := pattern(1 << 20)
-			transfer(t, c, data, 10*time.Second)
+	forNetworks(t, func(t *testing.T, network string) {
+		_, p, c := echoThrough(t, network, Options{}, "hello")
+		data := pattern(1 << 20)
+		transfer(t, c, data, 10*time.Second)
 
-			// Half-close: the client's EOF reaches the echo server, whose
-			// own EOF after the echo reaches the client.
-			if _, err := c.Write([]byte("last words")); err != nil {
-				t.Fatal(err)
-			}
-			if err := closeWrite(c); err != nil {
-				t.Fatal(err)
-			}
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			rest, err := io.ReadAll(c)
-			if err != nil || string(rest) != "last words" {
-				t.Fatalf("after half-close read %q, %v", rest, err)
-			}
-			waitFor(t, 2*time.Second, "the connection to close", func() bool { return p.Stats().Open == 0 })
-			st := p.Stats()
-			want := int64(len("hello") + len(data) + len("last words"))
-			if st.Accepted != 1 || st.BytesUp != want || st.BytesDown != want {
-				t.Fatalf("stats %+v, want 1 accepted and %d bytes each way", st, want)
-			}
-		})
-	}
+		// Half-close: the client's EOF reaches the echo server, whose
+		// own EOF after the echo reaches the client.
+		write(t, c, "last words")
+		if err := closeWrite(c); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		rest, err := io.ReadAll(c)
+		if err != nil || string(rest) != "last words" {
+			t.Fatalf("after half-close read %q, %v", rest, err)
+		}
+		waitFor(t, 2*time.Second, "the connection to close", func() bool { return p.Stats().Open == 0 })
+		st := p.Stats()
+		want := int64(len("hello") + len(data) + len("last words"))
+		if st.Accepted != 1 || st.BytesUp != want || st.BytesDown != want {
+			t.Fatalf("stats %+v, want 1 accepted and %d bytes each way", st, want)
+		}
+	})
 }
 
 func TestLatency(t *testing.T) {
-	e := startEcho(t, "tcp")
-	p := startProxy(t, "tcp", e.addr, Options{})
-	c := dial(t, p)
-	roundTrip(t, c, "warm")
+	_, p, c := echoThrough(t, "tcp", Options{}, "warm")
 	p.Set(Faults{Latency: 100 * time.Millisecond})
 	if d := roundTrip(t, c, "ping"); d < 200*time.Millisecond || d >= time.Second {
 		t.Fatalf("round trip took %v with 100ms latency each way", d)
@@ -86,44 +76,37 @@ func TestLatency(t *testing.T) {
 }
 
 func TestStall(t *testing.T) {
-	for _, network := range networks {
-		t.Run(network, func(t *testing.T) {
-			e := startEcho(t, network)
-			p := startProxy(t, network, e.addr, Options{})
-			c1 := dial(t, p)
-			roundTrip(t, c1, "before")
-			p.Set(Faults{Stall: true})
-			data := pattern(256 << 10)
-			werr := make(chan error, 1)
-			go func() {
-				_, err := c1.Write(data)
-				werr <- err
-			}()
-			c2 := dial(t, p) // accepted and dialed, but stalled
-			if _, err := c2.Write([]byte("new")); err != nil {
-				t.Fatal(err)
-			}
-			expectNothing(t, c1, 300*time.Millisecond)
-			expectNothing(t, c2, 10*time.Millisecond)
-			if e.received.Load() != int64(len("before")) {
-				t.Fatalf("the target received %d bytes during the stall", e.received.Load()-int64(len("before")))
-			}
-			if st := p.Stats(); st.Open != 2 {
-				t.Fatalf("stats %+v during the stall, want 2 open connections", st)
-			}
-			p.Set(Faults{})
-			if got := readN(t, c1, len(data), 5*time.Second); !bytes.Equal(got, data) {
-				t.Fatal("bytes held by the stall arrived changed")
-			}
-			if err := <-werr; err != nil {
-				t.Fatal(err)
-			}
-			if got := readN(t, c2, 3, 2*time.Second); string(got) != "new" {
-				t.Fatalf("new connection got %q", got)
-			}
-			roundTrip(t, c1, "after")
-		})
-	}
+	forNetworks(t, func(t *testing.T, network string) {
+		e, p, c1 := echoThrough(t, network, Options{}, "before")
+		p.Set(Faults{Stall: true})
+		data := pattern(256 << 10)
+		werr := make(chan error, 1)
+		go func() {
+			_, err := c1.Write(data)
+			werr <- err
+		}()
+		c2 := dial(t, p) // accepted and dialed, but stalled
+		write(t, c2, "new")
+		expectNothing(t, c1, 300*time.Millisecond)
+		expectNothing(t, c2, 10*time.Millisecond)
+		if e.received.Load() != int64(len("before")) {
+			t.Fatalf("the target received %d bytes during the stall", e.received.Load()-int64(len("before")))
+		}
+		if st := p.Stats(); st.Open != 2 {
+			t.Fatalf("stats %+v during the stall, want 2 open connections", st)
+		}
+		p.Set(Faults{})
+		if got := readN(t, c1, len(data), 5*time.Second); !bytes.Equal(got, data) {
+			t.Fatal("bytes held by the stall arrived changed")
+		}
+		if err := <-werr; err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, c2, 3, 2*time.Second); string(got) != "new" {
+			t.Fatalf("new connection got %q", got)
+		}
+		roundTrip(t, c1, "after")
+	})
 }
 
 func TestStallHoldsDelayedChunk(t *testing.T) {
@@ -133,9 +116,7 @@ func TestStallHoldsDelayedChunk(t *testing.T) {
 	p := startProxy(t, "tcp", e.addr, Options{})
 	p.Set(Faults{Latency: 150 * time.Millisecond})
 	c := dial(t, p)
-	if _, err := c.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, "x")
 	time.Sleep(50 * time.Millisecond)
 	p.Set(Faults{Latency: 150 * time.Millisecond, Stall: true})
 	time.Sleep(250 * time.Millisecond)
@@ -147,42 +128,28 @@ func TestStallHoldsDelayedChunk(t *testing.T) {
 }
 
 func TestBlackholeUp(t *testing.T) {
-	for _, network := range networks {
-		t.Run(network, func(t *testing.T) {
-			e := startEcho(t, network)
-			p := startProxy(t, network, e.addr, Options{})
-			c := dial(t, p)
-			roundTrip(t, c, "ok")
-			p.Set(Faults{Blackhole: Up})
-			if _, err := c.Write([]byte("lost")); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, 2*time.Second, "discarded bytes", func() bool { return p.Stats().Discarded == 4 })
-			expectNothing(t, c, 100*time.Millisecond)
-			if n := e.received.Load(); n != 2 {
-				t.Fatalf("target received %d bytes, want only the first 2", n)
-			}
-			p.Set(Faults{})
-			err := expectClosed(t, c, time.Second)
-			if network == "tcp" && !errors.Is(err, syscall.ECONNRESET) {
-				t.Fatalf("read after the blackhole: %v, want a reset", err)
-			}
-			if st := p.Stats(); st.Resets != 1 || st.Open != 0 {
-				t.Fatalf("stats %+v, want 1 reset and nothing open", st)
-			}
-			roundTrip(t, dial(t, p), "new")
-		})
-	}
+	forNetworks(t, func(t *testing.T, network string) {
+		e, p, c := echoThrough(t, network, Options{}, "ok")
+		p.Set(Faults{Blackhole: Up})
+		write(t, c, "lost")
+		waitFor(t, 2*time.Second, "discarded bytes", func() bool { return p.Stats().Discarded == 4 })
+		expectNothing(t, c, 100*time.Millisecond)
+		if n := e.received.Load(); n != 2 {
+			t.Fatalf("target received %d bytes, want only the first 2", n)
+		}
+		p.Set(Faults{})
+		expectReset(t, c, network, "the blackhole", time.Second)
+		if st := p.Stats(); st.Resets != 1 || st.Open != 0 {
+			t.Fatalf("stats %+v, want 1 reset and nothing open", st)
+		}
+		roundTrip(t, dial(t, p), "new")
+	})
 }
 
 func TestBlackholeDown(t *testing.T) {
-	e := startEcho(t, "tcp")
-	p := startProxy(t, "tcp", e.addr, Options{})
-	c := dial(t, p)
+	e, p, c := echoThrough(t, "tcp", Options{}, "")
 	p.Set(Faults{Blackhole: Down})
-	if _, err := c.Write([]byte("abc")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c, "abc")
 	waitFor(t, 2*time.Second, "discarded bytes", func() bool { return p.Stats().Discarded == 3 })
 	if n := e.received.Load(); n != 3 {
 		t.Fatalf("target received %d bytes, want 3", n)
@@ -197,58 +164,45 @@ func TestBlackholeDown(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	for _, network := range networks {
-		t.Run(network, func(t *testing.T) {
-			e := startEcho(t, network)
-			p := startProxy(t, network, e.addr, Options{})
-			c := dial(t, p)
-			roundTrip(t, c, "hi")
-			start := time.Now()
-			if n := p.Reset(); n != 1 {
-				t.Fatalf("Reset closed %d connections, want 1", n)
-			}
-			err := expectClosed(t, c, time.Second)
-			if network == "tcp" && !errors.Is(err, syscall.ECONNRESET) {
-				t.Fatalf("read after Reset: %v, want ECONNRESET", err)
-			}
-			if d := time.Since(start); d > 500*time.Millisecond {
-				t.Fatalf("reset noticed after %v", d)
-			}
-			if st := p.Stats(); st.Resets != 1 || st.Open != 0 {
-				t.Fatalf("stats %+v, want 1 reset, nothing open", st)
-			}
-			roundTrip(t, dial(t, p), "again")
-		})
-	}
+	forNetworks(t, func(t *testing.T, network string) {
+		_, p, c := echoThrough(t, network, Options{}, "hi")
+		start := time.Now()
+		if n := p.Reset(); n != 1 {
+			t.Fatalf("Reset closed %d connections, want 1", n)
+		}
+		expectReset(t, c, network, "Reset", time.Second)
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("reset noticed after %v", d)
+		}
+		if st := p.Stats(); st.Resets != 1 || st.Open != 0 {
+			t.Fatalf("stats %+v, want 1 reset, nothing open", st)
+		}
+		roundTrip(t, dial(t, p), "again")
+	})
 }
 
 func TestRefuse(t *testing.T) {
-	for _, network := range networks {
-		t.Run(network, func(t *testing.T) {
-			e := startEcho(t, network)
-			p := startProxy(t, network, e.addr, Options{})
-			open := dial(t, p)
-			roundTrip(t, open, "kept")
-			p.Set(Faults{Refuse: true})
-			start := time.Now()
-			// The reset may even beat the end of the client's connect.
-			if c, err := net.DialTimeout(network, p.Addr(), time.Second); err == nil {
-				expectClosed(t, c, time.Second)
-				c.Close()
-			} else if !errors.Is(err, syscall.ECONNRESET) {
-				t.Fatalf("dial: %v, want a connection or a reset", err)
-			}
-			if d := time.Since(start); d > 500*time.Millisecond {
-				t.Fatalf("refused connection closed after %v", d)
-			}
-			if st := p.Stats(); st.Refused != 1 {
-				t.Fatalf("stats %+v, want 1 refused", st)
-			}
-			roundTrip(t, open, "still")
-			p.Set(Faults{})
-			roundTrip(t, dial(t, p), "through")
-		})
-	}
+	forNetworks(t, func(t *testing.T, network string) {
+		_, p, open := echoThrough(t, network, Options{}, "kept")
+		p.Set(Faults{Refuse: true})
+		start := time.Now()
+		// The reset may even beat the end of the client's connect.
+		if c, err := net.DialTimeout(network, p.Addr(), time.Second); err == nil {
+			expectClosed(t, c, time.Second)
+			c.Close()
+		} else if !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("dial: %v, want a connection or a reset", err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("refused connection closed after %v", d)
+		}
+		if st := p.Stats(); st.Refused != 1 {
+			t.Fatalf("stats %+v, want 1 refused", st)
+		}
+		roundTrip(t, open, "still")
+		p.Set(Faults{})
+		roundTrip(t, dial(t, p), "through")
+	})
 }
 
 func TestLabels(t *testing.T) {
@@ -321,14 +275,7 @@ func TestLabels(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	p.Set(Faults{})
-	select {
-	case err := <-stalled:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("request abc did not complete after the stall")
-	}
+	waitNoError(t, stalled, 3*time.Second, "request abc to complete after the stall")
 	if st := p.Stats(); st.Accepted != 2 {
 		t.Fatalf("stats %+v, want the 2 connections reused", st)
 	}
@@ -337,9 +284,7 @@ func TestLabels(t *testing.T) {
 func TestLabelNotHTTP(t *testing.T) {
 	// Bytes that are not an HTTP request are labeled "" at once and
 	// forwarded unchanged.
-	e := startEcho(t, "tcp")
-	p := startProxy(t, "tcp", e.addr, Options{LabelHeader: "X-Server-From"})
-	c := dial(t, p)
+	_, p, c := echoThrough(t, "tcp", Options{LabelHeader: "X-Server-From"}, "")
 	if d := roundTrip(t, c, "\x16\x03\x01 not http"); d > time.Second {
 		t.Fatalf("took %v", d)
 	}
@@ -348,14 +293,10 @@ func TestLabelNotHTTP(t *testing.T) {
 	}
 	// An HTTP request line followed by a header block split over writes.
 	c2 := dial(t, p)
-	if _, err := c2.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c2, "GET / HTTP/1.1\r\nHost: x\r\n")
 	time.Sleep(20 * time.Millisecond)
 	msg := "X-Server-From: split\r\n\r\n"
-	if _, err := c2.Write([]byte(msg)); err != nil {
-		t.Fatal(err)
-	}
+	write(t, c2, msg)
 	readN(t, c2, len("GET / HTTP/1.1\r\nHost: x\r\n")+len(msg), 2*time.Second)
 	if l := p.Labels(); !slices.Equal(l, []string{"split"}) {
 		t.Fatalf("labels %q", l)
@@ -363,10 +304,7 @@ func TestLabelNotHTTP(t *testing.T) {
 }
 
 func TestSpikeAndBandwidth(t *testing.T) {
-	e := startEcho(t, "tcp")
-	p := startProxy(t, "tcp", e.addr, Options{Seed: 1})
-	c := dial(t, p)
-	roundTrip(t, c, "warm")
+	_, p, c := echoThrough(t, "tcp", Options{Seed: 1}, "warm")
 	p.Set(Faults{SpikeProb: 1, Spike: 200 * time.Millisecond})
 	if d := roundTrip(t, c, "spike"); d < 400*time.Millisecond || d >= time.Second {
 		t.Fatalf("round trip took %v with a 200ms spike each way", d)
@@ -385,50 +323,41 @@ func TestSpikeAndBandwidth(t *testing.T) {
 }
 
 func TestCloseEndsEverything(t *testing.T) {
-	for _, network := range networks {
-		t.Run(network, func(t *testing.T) {
-			e := startEcho(t, network)
-			before := runtime.NumGoroutine()
-			p := startProxy(t, network, e.addr, Options{LabelHeader: "X-Server-From"})
-			var conns []net.Conn
-			for range 3 {
-				c := dial(t, p)
-				roundTrip(t, c, "GET / HTTP/1.1\r\nX-Server-From: a\r\n\r\n")
-				conns = append(conns, c)
-			}
-			p.Set(Faults{Stall: true, Latency: time.Hour})
-			for _, c := range conns {
-				go c.Write(pattern(1 << 20)) // fills buffers; ends when c is closed
-			}
-			half := dial(t, p) // in the middle of its label peek
-			_, _ = half.Write([]byte("GET / HT"))
-			waitFor(t, time.Second, "4 open connections", func() bool { return p.Stats().Open == 4 })
+	forNetworks(t, func(t *testing.T, network string) {
+		e := startEcho(t, network)
+		before := runtime.NumGoroutine()
+		p := startProxy(t, network, e.addr, Options{LabelHeader: "X-Server-From"})
+		var conns []net.Conn
+		for range 3 {
+			c := dial(t, p)
+			roundTrip(t, c, "GET / HTTP/1.1\r\nX-Server-From: a\r\n\r\n")
+			conns = append(conns, c)
+		}
+		p.Set(Faults{Stall: true, Latency: time.Hour})
+		for _, c := range conns {
+			go c.Write(pattern(1 << 20)) // fills buffers; ends when c is closed
+		}
+		half := dial(t, p) // in the middle of its label peek
+		_, _ = half.Write([]byte("GET / HT"))
+		waitFor(t, time.Second, "4 open connections", func() bool { return p.Stats().Open == 4 })
 
-			closed := make(chan error, 1)
-			go func() { closed <- p.Close() }()
-			select {
-			case err := <-closed:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(3 * time.Second):
-				t.Fatal("Close did not return")
-			}
-			p.wg.Wait() // returns: Close waited for it
-			for _, c := range conns {
-				expectClosed(t, c, time.Second)
-				c.Close()
-			}
-			half.Close()
-			if _, err := net.DialTimeout(network, p.Addr(), time.Second); err == nil {
-				t.Fatal("still accepting after Close")
-			}
-			if err := p.Close(); err != nil {
-				t.Fatalf("second Close: %v", err)
-			}
-			waitFor(t, 2*time.Second, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
-		})
-	}
+		closed := make(chan error, 1)
+		go func() { closed <- p.Close() }()
+		waitNoError(t, closed, 3*time.Second, "Close to return")
+		p.wg.Wait() // returns: Close waited for it
+		for _, c := range conns {
+			expectClosed(t, c, time.Second)
+			c.Close()
+		}
+		half.Close()
+		if _, err := net.DialTimeout(network, p.Addr(), time.Second); err == nil {
+			t.Fatal("still accepting after Close")
+		}
+		if err := p.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		waitFor(t, 2*time.Second, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	})
 }
 
 func TestDialError(t *testing.T) {
@@ -452,10 +381,7 @@ func TestDirectionString(t *testing.T) {
 }
 
 func TestResetDuringStall(t *testing.T) {
-	e := startEcho(t, "tcp")
-	p := startProxy(t, "tcp", e.addr, Options{})
-	c := dial(t, p)
-	roundTrip(t, c, "hi")
+	_, p, c := echoThrough(t, "tcp", Options{}, "hi")
 	p.Set(Faults{Stall: true})
 	werr := make(chan error, 1)
 	go func() { // held by the stall; ends when c is reset
