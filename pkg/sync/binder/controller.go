@@ -219,6 +219,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("binder: caches did not sync")
 	}
 	logger.Info("Binder started", "workers", c.cfg.Workers)
+	go c.sweepVanished(ctx)
 	go c.contentLoop.Run(ctx, max(1, c.cfg.Workers/4))
 	go c.pvcLoop.Run(ctx, max(1, c.cfg.Workers/4))
 	if c.groupLoop != nil {

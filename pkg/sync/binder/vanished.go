@@ -6,6 +6,9 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -25,6 +28,17 @@ import (
 // of our finalizers, the binder never released it, so the binder
 // remembers its UID and tears the content bound to that UID down as a
 // deleted snapshot's content, whenever that content shows up.
+
+// A vanish heard by a process that dies before it tears the content down
+// (a kill a few milliseconds after the event) is heard by nobody else: the
+// next process lists a content and no snapshot. So a starting binder looks
+// for what such a vanish leaves (sweepVanished): a Delete content a binder
+// made for a snapshot (dynamic, named after the snapshot's UID), neither
+// deleted nor marked, whose snapshot the API server no longer holds. A
+// binder releases a snapshot only after its Delete content is gone or being
+// deleted, so no binder let that snapshot go; it is torn down as a vanished
+// snapshot's. A pre-provisioned content (one copied from another cluster
+// included) is never taken for one.
 
 // vanishedFor is how long a vanished snapshot's UID is remembered: far
 // longer than a content create takes to follow its snapshot's finalizers.
@@ -82,7 +96,10 @@ func (c *Controller) onSnapshotGone(obj any) {
 	c.vanished.add(vs.UID, time.Now())
 	klog.Background().WithName("binder").Info("A VolumeSnapshot vanished while it held our finalizers (a delete raced the finalizers' write); its content is torn down as if the snapshot had been deleted",
 		"snapshot", objKey(vs.Namespace, vs.Name), "uid", vs.UID, "content", contentNameOf(vs))
-	c.contentLoop.Add(contentNameOf(vs))
+	// Ahead of the queue: the memory of the vanish dies with this process,
+	// so the content is torn down before a backlog (a restart lists every
+	// content) is worked through.
+	c.contentLoop.AddUrgent(contentNameOf(vs))
 }
 
 // released reports whether a deleted snapshot that still shows our
@@ -114,4 +131,50 @@ func (c *Controller) orphaned(ctx context.Context, content *snapv1.VolumeSnapsho
 	ref := content.Spec.VolumeSnapshotRef
 	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(ref.Namespace, ref.Name), "uid", ref.UID)
 	return workloop.Result{}, c.tearDown(ctx, logger, snapContent{content})
+}
+
+// sweepVanished finds, once the caches have synced, the contents of
+// snapshots that vanished while no binder was left to hear it, and queues
+// them as vanished snapshots' contents.
+func (c *Controller) sweepVanished(ctx context.Context) {
+	contents, err := c.contents.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	for _, content := range contents {
+		if !madeForASnapshot(content) {
+			continue
+		}
+		ref := content.Spec.VolumeSnapshotRef
+		if vs, err := c.snapshots.VolumeSnapshots(ref.Namespace).Get(ref.Name); err == nil && vs.UID == ref.UID {
+			continue
+		}
+		live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshots(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case err == nil && live.UID == ref.UID:
+			continue // the cache lags
+		case err != nil && !apierrors.IsNotFound(err):
+			logger.Error(err, "Cannot tell whether the snapshot of a content is gone", "content", content.Name)
+			continue
+		}
+		c.vanished.add(ref.UID, time.Now())
+		logger.Info("A VolumeSnapshot is gone while its Delete content lives, unreleased by any binder (it vanished while no binder could hear it); its content is torn down as if the snapshot had been deleted",
+			"snapshot", objKey(ref.Namespace, ref.Name), "uid", ref.UID, "content", content.Name)
+		c.contentLoop.AddUrgent(content.Name)
+	}
+}
+
+// madeForASnapshot reports a Delete content that a binder made for a
+// snapshot and that nobody has begun to delete.
+func madeForASnapshot(content *snapv1.VolumeSnapshotContent) bool {
+	ref := content.Spec.VolumeSnapshotRef
+	return content.DeletionTimestamp == nil && !snapshot.HasAnnotation(content, snapshot.AnnBeingDeleted, snapshot.ValueYes) &&
+		content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete && content.Spec.Source.VolumeHandle != nil &&
+		ref.UID != "" && content.Name == snapshot.ContentNameFor(ref.UID) && !isGroupMemberContent(content)
+}
+
+func isGroupMemberContent(content *snapv1.VolumeSnapshotContent) bool {
+	return content.Annotations[snapshot.AnnVolumeGroupSnapshotHandle] != "" ||
+		(content.Status != nil && content.Status.VolumeGroupSnapshotHandle != nil)
 }

@@ -91,7 +91,7 @@ func (c *Controller) onGroupGone(obj any) {
 	c.vanishedGroups.add(g, time.Now())
 	klog.Background().WithName("binder").Info("A VolumeGroupSnapshot vanished while it held our finalizer (a delete raced the finalizer's write); its content and members are torn down as if it had been deleted",
 		"group", objKey(g.Namespace, g.Name), "uid", g.UID)
-	c.groupLoop.Add(objKey(g.Namespace, g.Name))
+	c.groupLoop.AddUrgent(objKey(g.Namespace, g.Name)) // as onSnapshotGone
 }
 
 // groupReleased is released (vanished.go) for a group: the delete event of

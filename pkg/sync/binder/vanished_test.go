@@ -111,6 +111,38 @@ func TestContentOfAReleasedSnapshotIsLeftAlone(t *testing.T) {
 	}
 }
 
+// TestSweepFindsTheContentsOfSnapshotsGoneUnheard: a process that heard a
+// vanish and died before tearing the content down leaves a Delete content
+// made for a snapshot the API server no longer holds; the next binder finds
+// it when it starts and tears it down. Nothing else is taken for one.
+func TestSweepFindsTheContentsOfSnapshotsGoneUnheard(t *testing.T) {
+	vs := testkit.Snapshot("s1", testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
+	other := testkit.Snapshot("s1")
+	other.UID = "uid-other"
+	cases := map[string]struct {
+		objs []runtime.Object
+		torn bool
+	}{
+		"snapshot gone":                          {objs: []runtime.Object{newContent(vs, testkit.Ready("h"))}, torn: true},
+		"snapshot gone, not cut yet":             {objs: []runtime.Object{newContent(vs)}, torn: true},
+		"a new snapshot of the same name":        {objs: []runtime.Object{other, newContent(vs, testkit.Ready("h"))}, torn: true},
+		"snapshot there":                         {objs: []runtime.Object{vs, newContent(vs, testkit.Ready("h"))}},
+		"Retain content":                         {objs: []runtime.Object{newContent(vs, testkit.Ready("h"), testkit.Retain())}},
+		"pre-provisioned (copied) content":       {objs: []runtime.Object{newContent(vs, testkit.PreProvisioned("h1"))}},
+		"content already marked being-deleted":   {objs: []runtime.Object{newContent(vs, testkit.Ready("h"), testkit.Marked(snapshot.AnnBeingDeleted))}},
+		"content of a name not made by a binder": {objs: []runtime.Object{newContent(vs, testkit.Named("mine"), testkit.Ready("h"))}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, tc.objs...)
+			h.c.sweepVanished(context.Background())
+			if got := h.c.vanished.has(vs.UID); got != tc.torn {
+				t.Fatalf("taken for a vanished snapshot's content: %v, want %v", got, tc.torn)
+			}
+		})
+	}
+}
+
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
