@@ -60,15 +60,6 @@ func (c *Controller) groupContentName(g *groupv1.VolumeGroupSnapshot) string {
 	return snapshot.GroupContentNameFor(g.UID)
 }
 
-// preProvisionedGroupContent returns the content a pre-provisioned group
-// names, or the problem that keeps them from binding.
-func (c *Controller) preProvisionedGroupContent(g *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshotContent, *problem) {
-	return preProvisioned(staticGroup, *g.Spec.Source.VolumeGroupSnapshotContentName, c.groupContents.Get,
-		func(content *groupv1.VolumeGroupSnapshotContent) staticContent {
-			return staticContent{ref: content.Spec.VolumeGroupSnapshotRef, dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}
-		}, g.Namespace, g.Name, g.UID)
-}
-
 func groupContentReady(content *groupv1.VolumeGroupSnapshotContent) bool {
 	return content.Status != nil && content.Status.ReadyToUse != nil && *content.Status.ReadyToUse
 }
@@ -111,16 +102,41 @@ func (g group) namedContent() string                         { return deref(g.Sp
 func (g group) waitsForGroup() bool                          { return false }
 func (g group) keep(*writer.Patch, boundContent)             {}
 func (g group) releaseSource()                               {}
+func (g group) statusError() *snapv1.VolumeSnapshotError     { return groupStatus(g).Error }
+func (g group) boundName() string                            { return deref(groupStatus(g).BoundVolumeGroupSnapshotContentName) }
+
 func (g group) content() boundContent {
 	return asGroupContent(g.c.groupContentOf(g.VolumeGroupSnapshot))
 }
-func (g group) statusError() *snapv1.VolumeSnapshotError      { return groupStatus(g).Error }
-func (g group) boundName() string                             { return deref(groupStatus(g).BoundVolumeGroupSnapshotContentName) }
-func (g group) dynamicMismatch(content boundContent) *problem { return groupMismatch(content) }
+
 func (g group) preProvisioned() (boundContent, *problem) {
-	return g.c.preProvisionedGroup(g.VolumeGroupSnapshot)
+	content, prob := preProvisioned(staticGroup, g.namedContent(), g.c.groupContents.Get,
+		func(content *groupv1.VolumeGroupSnapshotContent) staticContent {
+			return staticContent{ref: content.Spec.VolumeGroupSnapshotRef, dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}
+		}, g.Namespace, g.Name, g.UID)
+	if prob != nil {
+		return nil, prob
+	}
+	return groupContent{content}, nil
 }
-func (g group) plan(context.Context) (*cut, *problem) { return g.c.groupCut(g.VolumeGroupSnapshot) }
+
+func (g group) plan(context.Context) (*cut, *problem) {
+	plan, prob := g.c.planGroup(g.VolumeGroupSnapshot)
+	if prob != nil {
+		return nil, prob
+	}
+	return &cut{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g.VolumeGroupSnapshot, plan)}}, nil
+}
+
+// dynamicMismatch: a pre-provisioned content named like a dynamic group's.
+func (g group) dynamicMismatch(content boundContent) *problem {
+	if content.dynamic() {
+		return nil
+	}
+	return problemf(snapshot.ReasonGroupSnapshotContentMismatch,
+		"VolumeGroupSnapshotContent %q is pre-provisioned (spec.source.groupSnapshotHandles) but this group takes a new snapshot of its selector's claims; delete that content",
+		content.object().GetName())
+}
 
 func groupStatus(g group) *groupv1.VolumeGroupSnapshotStatus {
 	if g.Status == nil {
@@ -136,31 +152,6 @@ func (g group) specProblem() *problem {
 			"exactly one of spec.source.selector and spec.source.volumeGroupSnapshotContentName must be set; delete the VolumeGroupSnapshot and create it with one of them")
 	}
 	return nil
-}
-
-func groupMismatch(content boundContent) *problem {
-	if content.dynamic() {
-		return nil
-	}
-	return problemf(snapshot.ReasonGroupSnapshotContentMismatch,
-		"VolumeGroupSnapshotContent %q is pre-provisioned (spec.source.groupSnapshotHandles) but this group takes a new snapshot of its selector's claims; delete that content",
-		content.object().GetName())
-}
-
-func (c *Controller) preProvisionedGroup(g *groupv1.VolumeGroupSnapshot) (boundContent, *problem) {
-	content, prob := c.preProvisionedGroupContent(g)
-	if prob != nil {
-		return nil, prob
-	}
-	return groupContent{content}, nil
-}
-
-func (c *Controller) groupCut(g *groupv1.VolumeGroupSnapshot) (*cut, *problem) {
-	plan, prob := c.planGroup(g)
-	if prob != nil {
-		return nil, prob
-	}
-	return &cut{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g, plan)}}, nil
 }
 
 func (g group) shown() *shown {

@@ -158,7 +158,10 @@ func (s snap) content() boundContent {
 }
 
 func (s snap) preProvisioned() (boundContent, *problem) {
-	content, prob := s.c.preProvisionedContent(s.VolumeSnapshot)
+	content, prob := preProvisioned(staticSnapshot, s.namedContent(), s.c.contents.Get,
+		func(content *snapv1.VolumeSnapshotContent) staticContent {
+			return staticContent{ref: content.Spec.VolumeSnapshotRef, dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}
+		}, s.Namespace, s.Name, s.UID)
 	if prob != nil {
 		return nil, prob
 	}
@@ -301,13 +304,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// preProvisionedContent returns the content a pre-provisioned snapshot
-// names, or the problem that keeps them from binding.
-func (c *Controller) preProvisionedContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, *problem) {
-	return preProvisioned(staticSnapshot, *vs.Spec.Source.VolumeSnapshotContentName, c.contents.Get,
-		func(content *snapv1.VolumeSnapshotContent) staticContent {
-			return staticContent{ref: content.Spec.VolumeSnapshotRef, dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}
-		}, vs.Namespace, vs.Name, vs.UID)
 }
