@@ -44,7 +44,12 @@ func TestProdLeaderStall(t *testing.T) {
 			g.rec.add("takeover", fmt.Sprintf("seat %d holds both Leases %v after the stall", seat, at.Sub(stalled).Round(time.Millisecond)))
 			for j := range windows {
 				if windows[j].seat == seat && windows[j].until.IsZero() {
-					windows[j].until = at // leading again from here on
+					// Leading again from its first Lease on: its binder
+					// writes before both Leases are seen held.
+					windows[j].until = at
+					if acquired := g.acquired(seat); !acquired.IsZero() && acquired.Before(at) {
+						windows[j].until = acquired
+					}
 				}
 			}
 			windows = append(windows, window{seat: old, from: at})

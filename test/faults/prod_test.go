@@ -277,6 +277,26 @@ func (g *prodRig) waitLeader(t *testing.T, not int, timeout time.Duration) (int,
 	}
 }
 
+// acquired is when the seat's replica took the first of the Leases it holds
+// (their acquireTime): it may write from then on, a moment before
+// waitLeader sees it hold both.
+func (g *prodRig) acquired(seat int) time.Time {
+	g.mu.Lock()
+	ids := slices.Clone(g.ids[seat])
+	g.mu.Unlock()
+	var first time.Time
+	for i, name := range g.leases {
+		l, err := g.s.Env.Kube.CoordinationV1().Leases(g.s.NS).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != ids[i] || l.Spec.AcquireTime == nil {
+			continue
+		}
+		if t := l.Spec.AcquireTime.Time; first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first
+}
+
 // fault sets the faults of a proxy and records them.
 func (g *prodRig) fault(what string, p *faultproxy.Proxy, f faultproxy.Faults) {
 	p.Set(f)
