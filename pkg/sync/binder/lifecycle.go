@@ -33,17 +33,17 @@ func (c *Controller) sync(ctx context.Context, s subject) (workloop.Result, erro
 		// the subject back. Acting now would repeat that write.
 		return workloop.Result{}, nil
 	}
-	switch {
-	case obj.GetDeletionTimestamp() != nil:
+	if obj.GetDeletionTimestamp() != nil {
 		return c.deleting(ctx, s)
-	case s.specProblem() != nil:
-		// Stored before the CRD's rules existed: shown once, never acted on.
-		return c.failed(ctx, s, s.specProblem())
-	case s.namedContent() != "":
-		return c.preProvisioned(ctx, s)
-	default:
-		return c.dynamic(ctx, s)
 	}
+	if p := s.specProblem(); p != nil {
+		// Stored before the CRD's rules existed: shown once, never acted on.
+		return c.failed(ctx, s, p)
+	}
+	if s.namedContent() != "" {
+		return c.preProvisioned(ctx, s)
+	}
+	return c.dynamic(ctx, s)
 }
 
 // dynamic cuts a new content for a subject that is not being deleted.
