@@ -186,7 +186,11 @@ func TestWebhookDownOrSlow(t *testing.T) {
 		return lat
 	}
 
-	slow := phase("frozen", func() { wh.Proc.Signal(syscall.SIGSTOP) })
+	slow := phase("frozen", func() {
+		if err := wh.Proc.Freeze(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
 	wh.Proc.Signal(syscall.SIGCONT)
 	again := webhookJudges(t, s, 30*time.Second)
 	t.Logf("webhook judging again %v after SIGCONT", again.Round(time.Millisecond))

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -64,6 +65,50 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Signal sends sig to the process group.
 func (p *Process) Signal(sig syscall.Signal) { _ = syscall.Kill(-p.cmd.Process.Pid, sig) }
+
+// Freeze stops every thread of the process (SIGSTOP to its group) and
+// returns once the kernel shows them all stopped. kill(2) returns before
+// the stop is done: the kernel wakes one thread, which stops the others
+// when it next runs, so on a loaded machine another thread can serve a
+// request for a few milliseconds after the signal was sent.
+func (p *Process) Freeze(timeout time.Duration) error {
+	p.Signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(timeout)
+	for {
+		running, err := p.threadsNotStopped()
+		if err == nil && running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %d threads still running %v after SIGSTOP (%v)", p.Name, running, timeout, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// threadsNotStopped counts the threads of the process whose state in
+// /proc/<pid>/task/<tid>/stat is not T (stopped).
+func (p *Process) threadsNotStopped() (int, error) {
+	dir := fmt.Sprintf("/proc/%d/task", p.Pid())
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return -1, fmt.Errorf("list threads: %w", err)
+	}
+	running := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		// The state follows the command name, which is in parentheses
+		// and may itself hold spaces or parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			running++
+		}
+	}
+	return running, nil
+}
 
 // Stop sends SIGTERM to the process group, waits up to grace, then SIGKILL.
 func (p *Process) Stop(grace time.Duration) {
