@@ -152,7 +152,7 @@ func groupScenario(ctx context.Context, sys *system, o groupOptions, res *groupR
 	if err != nil {
 		return err
 	}
-	res.Delete.Events = diff(events, res.Create.Events)
+	res.Delete.Events = framework.DiffCounts(events, res.Create.Events)
 	return b.exited()
 }
 

@@ -69,30 +69,12 @@ func newWriteCounts() writeCounts {
 
 // Sub returns w - o.
 func (w writeCounts) Sub(o writeCounts) writeCounts {
-	return writeCounts{ByKey: diff(w.ByKey, o.ByKey), ByCode: diff(w.ByCode, o.ByCode)}
-}
-
-// diff is a - b without the keys that did not change: what counters read
-// at both ends of a window counted in it.
-func diff[M ~map[K]V, K comparable, V int | int64 | float64](a, b M) M {
-	out := M{}
-	for k, v := range a {
-		if d := v - b[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
+	return writeCounts{ByKey: framework.DiffCounts(w.ByKey, o.ByKey), ByCode: framework.DiffCounts(w.ByCode, o.ByCode)}
 }
 
 // Total is the number of writes, optionally only those for which keep is true.
 func (w writeCounts) Total(keep func(writeKey) bool) float64 {
-	var s float64
-	for k, v := range w.ByKey {
-		if keep == nil || keep(k) {
-			s += v
-		}
-	}
-	return s
+	return framework.SumCounts(w.ByKey, keep)
 }
 
 // Keys returns the keys sorted by resource, then verb.
@@ -165,36 +147,10 @@ func (a *apiServer) Writes(ctx context.Context) (writeCounts, error) {
 	return out, err
 }
 
-// WaitQuiet scrapes the write counters every interval until they did not
+// WaitQuiet scrapes the write counters every quiet/4 until they did not
 // change for quiet, or timeout passes; it returns the last counters.
 func (a *apiServer) WaitQuiet(ctx context.Context, quiet, timeout time.Duration) (writeCounts, error) {
-	deadline := time.Now().Add(timeout)
-	last, err := a.Writes(ctx)
-	if err != nil {
-		return last, err
-	}
-	stableSince := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-time.After(quiet / 4):
-		}
-		cur, err := a.Writes(ctx)
-		if err != nil {
-			return last, err
-		}
-		if cur.Total(nil) != last.Total(nil) {
-			stableSince = time.Now()
-		}
-		last = cur
-		if time.Since(stableSince) >= quiet {
-			return last, nil
-		}
-		if time.Now().After(deadline) {
-			return last, fmt.Errorf("API writes still going on after %s", timeout)
-		}
-	}
+	return framework.WaitStill(ctx, a.Writes, func(w writeCounts) float64 { return w.Total(nil) }, quiet/4, quiet, timeout)
 }
 
 // scrape returns the samples of metric name from a component's /metrics.
@@ -290,19 +246,9 @@ func findPids(fragments ...string) []int {
 		if err != nil {
 			continue
 		}
-		if containsAll(string(b), fragments) {
+		if framework.ContainsAll(string(b), fragments) {
 			out = append(out, pid)
 		}
 	}
 	return out
-}
-
-// containsAll reports whether s contains every one of parts.
-func containsAll(s string, parts []string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }

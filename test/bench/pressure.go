@@ -69,7 +69,7 @@ func throttling(ctx context.Context, r *running, p *pressure) {
 }
 
 func (p pressure) sub(o pressure) pressure {
-	return pressure{Code429: p.Code429 - o.Code429, APFRejected: diff(p.APFRejected, o.APFRejected),
+	return pressure{Code429: p.Code429 - o.Code429, APFRejected: framework.DiffCounts(p.APFRejected, o.APFRejected),
 		ThrottleSeconds: p.ThrottleSeconds - o.ThrottleSeconds, ThrottleWaits: p.ThrottleWaits - o.ThrottleWaits,
 		Exposing: p.Exposing, Processes: p.Processes}
 }

@@ -235,7 +235,7 @@ func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	if err != nil {
 		return err
 	}
-	res.Delete.Events = diff(events, res.Create.Events)
+	res.Delete.Events = framework.DiffCounts(events, res.Create.Events)
 	left, err := b.drv.GetCreated(ctx)
 	if err != nil {
 		return err
@@ -327,11 +327,11 @@ func (m *mark) close(ctx context.Context, p *phase, timeout time.Duration) (*mar
 	p.Own = next.own.Sub(m.own)
 	p.Writes = all.Sub(p.Own)
 	p.Codes = all
-	p.Calls = diff(next.calls, m.calls)
+	p.Calls = framework.DiffCounts(next.calls, m.calls)
 	p.CPU = next.cpu - m.cpu
 	p.PlaneCPU = next.planeCPU - m.planeCPU
 	p.BenchCPU = next.benchCPU - m.benchCPU
 	p.Pressure = next.press.sub(m.press)
-	p.Waits = diff(next.waits, m.waits)
+	p.Waits = framework.DiffCounts(next.waits, m.waits)
 	return next, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 // startWindow is a system's start over objects that exist already (a
@@ -93,7 +95,7 @@ func (b *bed) startMeasured(ctx context.Context, sys *system, quiet, minWindow, 
 	if err != nil {
 		return w, err
 	}
-	w.Calls = diff(callsAfter, callsBefore)
+	w.Calls = framework.DiffCounts(callsAfter, callsBefore)
 	st, err := readProcs(b.run.pids())
 	if err != nil {
 		return w, err

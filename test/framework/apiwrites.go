@@ -56,20 +56,27 @@ func IsOtherWrite(k WriteKey) bool {
 }
 
 // Sub returns w minus o, without the kinds that did not change.
-func (w APIWrites) Sub(o APIWrites) APIWrites {
-	out := APIWrites{}
-	for k, v := range w {
-		if d := v - o[k]; d != 0 {
+func (w APIWrites) Sub(o APIWrites) APIWrites { return DiffCounts(w, o) }
+
+// Total sums the kinds keep accepts (all with nil).
+func (w APIWrites) Total(keep func(WriteKey) bool) float64 { return SumCounts(w, keep) }
+
+// DiffCounts is a - b without the keys that did not change: what counters
+// read at both ends of a window counted in it.
+func DiffCounts[M ~map[K]V, K comparable, V int | int64 | float64](a, b M) M {
+	out := M{}
+	for k, v := range a {
+		if d := v - b[k]; d != 0 {
 			out[k] = d
 		}
 	}
 	return out
 }
 
-// Total sums the kinds keep accepts (all with nil).
-func (w APIWrites) Total(keep func(WriteKey) bool) float64 {
+// SumCounts sums the counters whose keys keep accepts (all with nil).
+func SumCounts[M ~map[K]float64, K comparable](m M, keep func(K) bool) float64 {
 	var s float64
-	for k, v := range w {
+	for k, v := range m {
 		if keep == nil || keep(k) {
 			s += v
 		}
@@ -136,23 +143,29 @@ func (e *Env) APIWrites(ctx context.Context) (APIWrites, error) {
 // WaitQuietWrites returns the write counters once the writes the keep
 // filter accepts (nil: all) stood still for quiet, or an error after timeout.
 func (e *Env) WaitQuietWrites(ctx context.Context, keep func(WriteKey) bool, quiet, timeout time.Duration) (APIWrites, error) {
+	return WaitStill(ctx, e.APIWrites, func(w APIWrites) float64 { return w.Total(keep) }, 250*time.Millisecond, quiet, timeout)
+}
+
+// WaitStill reads counters every poll until their total did not change
+// for quiet and returns the last reading, or an error after timeout.
+func WaitStill[C any](ctx context.Context, read func(context.Context) (C, error), total func(C) float64, poll, quiet, timeout time.Duration) (C, error) {
 	deadline := time.Now().Add(timeout)
-	last, err := e.APIWrites(ctx)
+	last, err := read(ctx)
 	if err != nil {
-		return nil, err
+		return last, err
 	}
 	since := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return last, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(poll):
 		}
-		cur, err := e.APIWrites(ctx)
+		cur, err := read(ctx)
 		if err != nil {
-			return nil, err
+			return last, err
 		}
-		if cur.Total(keep) != last.Total(keep) {
+		if total(cur) != total(last) {
 			since = time.Now()
 		}
 		last = cur
