@@ -128,13 +128,10 @@ func (r *run) recordGroup(pre string, g *groupv1.VolumeGroupSnapshot, out outcom
 	if s := g.Spec.Source.Selector; s != nil {
 		out.set(pre+"spec.source.selector", metav1.FormatLabelSelector(s))
 	}
-	s := g.Status
-	if s == nil {
-		out.set(pre+"status", "unset")
-		return
+	if s := g.Status; statusSet(out, pre, s) {
+		setOptional(out, pre+"status.boundVolumeGroupSnapshotContentName", s.BoundVolumeGroupSnapshotContentName, r.norm)
+		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
 	}
-	setOptional(out, pre+"status.boundVolumeGroupSnapshotContentName", s.BoundVolumeGroupSnapshotContentName, r.norm)
-	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
 }
 
 func (r *run) recordGroupContent(pre string, c *groupv1.VolumeGroupSnapshotContent, out outcome) {
@@ -148,19 +145,16 @@ func (r *run) recordGroupContent(pre string, c *groupv1.VolumeGroupSnapshotConte
 	if h := sp.Source.GroupSnapshotHandles; h != nil {
 		out.set(pre+"spec.source.groupSnapshotHandles", r.handle(h.VolumeGroupSnapshotHandle)+" "+r.handles(h.VolumeSnapshotHandles))
 	}
-	s := c.Status
-	if s == nil {
-		out.set(pre+"status", "unset")
-		return
-	}
-	setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
-	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
-	for _, info := range s.VolumeSnapshotInfoList {
-		ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
-		out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
-		out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
-		out.set(ipre+"creationTime", unixTime(info.CreationTime))
-		setOptional(out, ipre+"restoreSize", info.RestoreSize, formatInt)
+	if s := c.Status; statusSet(out, pre, s) {
+		setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
+		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+		for _, info := range s.VolumeSnapshotInfoList {
+			ipre := pre + "status.volumeSnapshotInfoList[" + info.VolumeHandle + "]."
+			out.set(ipre+"snapshotHandle", r.handle(info.SnapshotHandle))
+			out.set(ipre+"readyToUse", boolStr(info.ReadyToUse))
+			out.set(ipre+"creationTime", unixTime(info.CreationTime))
+			setOptional(out, ipre+"restoreSize", info.RestoreSize, formatInt)
+		}
 	}
 }
 

@@ -487,15 +487,12 @@ func (r *run) recordSnapshot(pre string, v *snapv1.VolumeSnapshot, out outcome) 
 	case src.VolumeSnapshotContentName != nil:
 		out.set(pre+"spec.source.volumeSnapshotContentName", r.norm(*src.VolumeSnapshotContentName))
 	}
-	s := v.Status
-	if s == nil {
-		out.set(pre+"status", "unset")
-		return
+	if s := v.Status; statusSet(out, pre, s) {
+		setOptional(out, pre+"status.boundVolumeSnapshotContentName", s.BoundVolumeSnapshotContentName, r.norm)
+		r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
+		setOptional(out, pre+"status.restoreSize", s.RestoreSize, func(q resource.Quantity) string { return q.String() })
+		setOptional(out, pre+"status.volumeGroupSnapshotName", s.VolumeGroupSnapshotName, asIs)
 	}
-	setOptional(out, pre+"status.boundVolumeSnapshotContentName", s.BoundVolumeSnapshotContentName, r.norm)
-	r.recordStatus(pre, s.ReadyToUse, metaTime(s.CreationTime), s.Error, out)
-	setOptional(out, pre+"status.restoreSize", s.RestoreSize, func(q resource.Quantity) string { return q.String() })
-	setOptional(out, pre+"status.volumeGroupSnapshotName", s.VolumeGroupSnapshotName, asIs)
 }
 
 func (r *run) recordContent(pre string, c *snapv1.VolumeSnapshotContent, out outcome) {
@@ -504,15 +501,12 @@ func (r *run) recordContent(pre string, c *snapv1.VolumeSnapshotContent, out out
 	setOptional(out, pre+"spec.source.volumeHandle", sp.Source.VolumeHandle, r.norm)
 	setOptional(out, pre+"spec.source.snapshotHandle", sp.Source.SnapshotHandle, r.handle)
 	setOptional(out, pre+"spec.sourceVolumeMode", sp.SourceVolumeMode, func(m corev1.PersistentVolumeMode) string { return string(m) })
-	s := c.Status
-	if s == nil {
-		out.set(pre+"status", "unset")
-		return
+	if s := c.Status; statusSet(out, pre, s) {
+		setOptional(out, pre+"status.snapshotHandle", s.SnapshotHandle, r.handle)
+		r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
+		setOptional(out, pre+"status.restoreSize", s.RestoreSize, formatInt)
+		setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
 	}
-	setOptional(out, pre+"status.snapshotHandle", s.SnapshotHandle, r.handle)
-	r.recordStatus(pre, s.ReadyToUse, unixTime(s.CreationTime), s.Error, out)
-	setOptional(out, pre+"status.restoreSize", s.RestoreSize, formatInt)
-	setOptional(out, pre+"status.volumeGroupSnapshotHandle", s.VolumeGroupSnapshotHandle, r.handle)
 }
 
 // statusError records a status.error of any snapshot kind: set or not, and
@@ -543,4 +537,12 @@ func (r *run) fingerprint(o *obs) string {
 		b.WriteString(k + "=" + out[k] + "\n")
 	}
 	return b.String()
+}
+
+// statusSet records a status left unset and reports whether s is set.
+func statusSet[S any](out outcome, pre string, s *S) bool {
+	if s == nil {
+		out.set(pre+"status", "unset")
+	}
+	return s != nil
 }
