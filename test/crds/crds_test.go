@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/yaml"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -33,13 +32,9 @@ func readCRDs(t *testing.T, dir string) map[string]map[string]any {
 	}
 	out := map[string]map[string]any{}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var obj map[string]any
-		if err := yaml.Unmarshal(b, &obj); err != nil {
-			t.Fatalf("%s: %v", f, err)
+		if err := framework.ReadYAML(f, &obj); err != nil {
+			t.Fatal(err)
 		}
 		if obj["kind"] != "CustomResourceDefinition" {
 			continue

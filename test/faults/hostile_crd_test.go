@@ -165,12 +165,8 @@ func installLaxCRDs(t *testing.T, env *framework.Env) {
 	}
 	stripped := 0
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var obj map[string]any
-		if err := yaml.Unmarshal(b, &obj); err != nil {
+		if err := framework.ReadYAML(f, &obj); err != nil {
 			t.Fatal(err)
 		}
 		stripped += stripRules(obj)
