@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -52,40 +55,56 @@ func PointWebhooksAtService(ctx context.Context, e *Env, name string, svc admiss
 // update that raced with another writer (a webhook filling its caBundle) is
 // retried on the new object.
 func routeWebhooks(ctx context.Context, e *Env, name string, set func(c *admissionregistrationv1.WebhookClientConfig, path string)) error {
-	reg := e.Kube.AdmissionregistrationV1()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		vwc, err := reg.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		gvr := admissionregistrationv1.SchemeGroupVersion.WithResource(strings.ToLower(kind) + "s")
+		client := e.Dynamic.Resource(gvr)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			obj, err := client.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			hooks, _, err := unstructured.NestedSlice(obj.Object, "webhooks")
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", kind, name, err)
+			}
+			for i := range hooks {
+				if err := routeEntry(hooks[i], set); err != nil {
+					return fmt.Errorf("%s %s, webhooks[%d]: %w", kind, name, i, err)
+				}
+			}
+			if err := unstructured.SetNestedSlice(obj.Object, hooks, "webhooks"); err != nil {
+				return err
+			}
+			_, err = client.Update(ctx, obj, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		for i := range vwc.Webhooks {
-			path, err := entryPath(vwc.Webhooks[i].ClientConfig)
-			if err != nil {
-				return fmt.Errorf("ValidatingWebhookConfiguration %s, webhooks[%d]: %w", name, i, err)
-			}
-			set(&vwc.Webhooks[i].ClientConfig, path)
-		}
-		_, err = reg.ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{})
+	}
+	return nil
+}
+
+// routeEntry rewrites the clientConfig of one webhook entry, as the
+// dynamic client holds it, with set.
+func routeEntry(entry any, set func(c *admissionregistrationv1.WebhookClientConfig, path string)) error {
+	hook, ok := entry.(map[string]any)
+	if !ok {
+		return fmt.Errorf("an entry of type %T", entry)
+	}
+	raw, _ := hook["clientConfig"].(map[string]any)
+	var cc admissionregistrationv1.WebhookClientConfig
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &cc); err != nil {
 		return err
-	})
+	}
+	path, err := entryPath(cc)
 	if err != nil {
 		return err
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		mwc, err := reg.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for i := range mwc.Webhooks {
-			path, err := entryPath(mwc.Webhooks[i].ClientConfig)
-			if err != nil {
-				return fmt.Errorf("MutatingWebhookConfiguration %s, webhooks[%d]: %w", name, i, err)
-			}
-			set(&mwc.Webhooks[i].ClientConfig, path)
-		}
-		_, err = reg.MutatingWebhookConfigurations().Update(ctx, mwc, metav1.UpdateOptions{})
-		return err
-	})
+	set(&cc, path)
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cc)
+	hook["clientConfig"] = out
+	return err
 }
 
 // entryPath is the path an entry calls: its Service's, or its URL's.
