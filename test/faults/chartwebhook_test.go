@@ -102,9 +102,7 @@ func registerChartWebhook(t *testing.T, env *framework.Env, wh *framework.Webhoo
 			for i := range o.Webhooks {
 				point(&o.Webhooks[i].ClientConfig)
 			}
-			if _, err := reg.MutatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			framework.MustCreate(t, reg.MutatingWebhookConfigurations().Create, o)
 		}
 	}
 	if val == nil {

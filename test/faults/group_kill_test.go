@@ -12,6 +12,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -106,13 +107,8 @@ var groupArgs = []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}
 func newGroupLedger(t *testing.T, s *framework.Scenario) *groupLedger {
 	t.Helper()
 	g := &groupLedger{s: s, ledger: newLedger()}
-	c := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "group-class-" + g.s.NS, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver:     g.s.Drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c := framework.MustCreate(t, g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create,
+		framework.GroupSnapshotClass("group-class-"+g.s.NS, g.s.Drv.Name, snapv1.VolumeSnapshotContentDelete, true))
 	t.Cleanup(func() {
 		_ = g.s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), c.Name, metav1.DeleteOptions{})
 	})
@@ -215,14 +211,12 @@ func (g *groupLedger) checkInvariants(t *testing.T, apps map[string][]string, ti
 		var problems []string
 		for _, name := range live {
 			vgs := have[name]
-			switch {
-			case vgs == nil:
+			if vgs == nil {
 				problems = append(problems, name+": missing")
 				continue
-			case vgs.DeletionTimestamp != nil:
-				problems = append(problems, fmt.Sprintf("%s: terminating, finalizers %v", name, vgs.Finalizers))
-			case vgs.Status == nil || vgs.Status.ReadyToUse == nil || !*vgs.Status.ReadyToUse:
-				problems = append(problems, name+": not ready, status "+framework.JSON(vgs.Status))
+			}
+			if p := notLive(name, vgs, vgs.Status != nil && ptr.Deref(vgs.Status.ReadyToUse, false), vgs.Status); p != "" {
+				problems = append(problems, p)
 			}
 			appOf[name] = vgs.Spec.Source.Selector.MatchLabels["app"]
 			if want := len(apps[appOf[name]]); len(members[name]) != want {
@@ -235,14 +229,8 @@ func (g *groupLedger) checkInvariants(t *testing.T, apps map[string][]string, ti
 			}
 		}
 		for _, name := range gone {
-			if vgs := have[name]; vgs != nil {
-				problems = append(problems, fmt.Sprintf("%s: deleted but still there (finalizers %v, status %s)", name, vgs.Finalizers, framework.JSON(vgs.Status)))
-			}
 			cn := snapshot.GroupContentNameFor(uids[name])
-			if c := haveContent[cn]; c != nil {
-				problems = append(problems, fmt.Sprintf("group content %s of deleted %s still there (deletionTimestamp %v, finalizers %v, status %s)",
-					cn, name, c.DeletionTimestamp, c.Finalizers, framework.JSON(c.Status)))
-			}
+			problems = append(problems, leftBehind(name, have[name], "group content", haveContent[cn])...)
 			for _, vs := range members[name] {
 				problems = append(problems, fmt.Sprintf("member %s of deleted %s still there (finalizers %v)", vs.Name, name, vs.Finalizers))
 			}

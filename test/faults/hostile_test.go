@@ -131,7 +131,7 @@ func expectSnapshotError(t *testing.T, env *framework.Env, ns, name string, time
 			return false, fmt.Errorf("status %s", framework.JSON(vs.Status))
 		}
 		msg = *vs.Status.Error.Message
-		return containsAll(msg, parts), fmt.Errorf("error %q", msg)
+		return framework.ContainsAll(msg, parts), fmt.Errorf("error %q", msg)
 	})
 	return msg
 }
@@ -146,18 +146,9 @@ func expectContentError(t *testing.T, env *framework.Env, name string, timeout t
 			return false
 		}
 		msg = *c.Status.Error.Message
-		return containsAll(msg, parts)
+		return framework.ContainsAll(msg, parts)
 	})
 	return msg
-}
-
-func containsAll(s string, parts []string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }
 
 // expectWarning waits for a Warning event with reason about the object

@@ -18,7 +18,9 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -172,25 +174,15 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 		haveContent := itemsByName(contents.Items)
 		var problems []string
 		for _, name := range live {
-			vs := have[name]
-			switch {
-			case vs == nil:
+			if vs := have[name]; vs == nil {
 				problems = append(problems, name+": missing")
-			case vs.DeletionTimestamp != nil:
-				problems = append(problems, name+": terminating, finalizers "+strings.Join(vs.Finalizers, ","))
-			case vs.Status == nil || vs.Status.ReadyToUse == nil || !*vs.Status.ReadyToUse:
-				problems = append(problems, name+": not ready, status "+framework.JSON(vs.Status))
+			} else if p := notLive(name, vs, vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false), vs.Status); p != "" {
+				problems = append(problems, p)
 			}
 		}
 		for _, name := range gone {
-			if vs := have[name]; vs != nil {
-				problems = append(problems, fmt.Sprintf("%s: deleted but still there (finalizers %v, status %s)", name, vs.Finalizers, framework.JSON(vs.Status)))
-			}
 			cn := snapshot.ContentNameFor(uids[name])
-			if c := haveContent[cn]; c != nil {
-				problems = append(problems, fmt.Sprintf("content %s of deleted %s still there (deletionTimestamp %v, finalizers %v, annotations %v, status %s)",
-					cn, name, c.DeletionTimestamp, c.Finalizers, c.Annotations, framework.JSON(c.Status)))
-			}
+			problems = append(problems, leftBehind(name, have[name], "content", haveContent[cn])...)
 		}
 		for i := range contents.Items {
 			c := &contents.Items[i]
@@ -500,4 +492,45 @@ func summarize(problems []string) error {
 		s += fmt.Sprintf("\n  ... and %d more", len(problems)-show)
 	}
 	return fmt.Errorf("%d problems:\n  %s", len(problems), s)
+}
+
+// notLive says why a snapshot or group the scenario keeps is not live
+// (terminating, or not ready with its status), or "" when it is.
+func notLive(name string, o metav1.Object, ready bool, status any) string {
+	switch {
+	case o.GetDeletionTimestamp() != nil:
+		return fmt.Sprintf("%s: terminating, finalizers %v", name, o.GetFinalizers())
+	case !ready:
+		return name + ": not ready, status " + framework.JSON(status)
+	}
+	return ""
+}
+
+// leftBehind says what is left of a snapshot or group the scenario
+// deleted: the object itself (nil when gone) and its content (of kind
+// content, nil when gone).
+func leftBehind[S, C interface {
+	comparable
+	metav1.Object
+}](name string, s S, content string, c C) []string {
+	var out []string
+	var gone S
+	if s != gone {
+		out = append(out, fmt.Sprintf("%s: deleted but still there (finalizers %v, status %s)", name, s.GetFinalizers(), statusJSON(s)))
+	}
+	var contentGone C
+	if c != contentGone {
+		out = append(out, fmt.Sprintf("%s %s of deleted %s still there (deletionTimestamp %v, finalizers %v, annotations %v, status %s)",
+			content, c.GetName(), name, c.GetDeletionTimestamp(), c.GetFinalizers(), c.GetAnnotations(), statusJSON(c)))
+	}
+	return out
+}
+
+// statusJSON is the status of o as JSON, for failure messages.
+func statusJSON(o any) string {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return err.Error()
+	}
+	return framework.JSON(m["status"])
 }

@@ -39,9 +39,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	wh := env.StartWebhook(t, "-v=10")
 	for name, key := range map[string]string{"snap-creds": "snap-key", "list-creds": "list-key", "del-creds": "del-key", "group-creds": "group-key"} {
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: name}, Data: map[string][]byte{key: []byte(planted)}}
-		if _, err := env.Kube.CoreV1().Secrets(s.NS).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		framework.MustCreate(t, env.Kube.CoreV1().Secrets(s.NS).Create, sec)
 	}
 	class := framework.SnapshotClass("class-"+s.NS, s.Drv.Name, snapv1.VolumeSnapshotContentDelete, false)
 	class.Parameters = map[string]string{
@@ -123,9 +121,7 @@ func takeGroupSnapshot(t *testing.T, s *framework.Scenario) {
 			snapshot.ParamGroupSecretName: "group-creds", snapshot.ParamGroupSecretNamespace: "${volumegroupsnapshot.namespace}",
 			snapshot.ParamGroupGetSecretName: "group-creds", snapshot.ParamGroupGetSecretNamespace: "${volumegroupsnapshot.namespace}",
 		}}
-	if _, err := groups.VolumeGroupSnapshotClasses().Create(ctx, gc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, groups.VolumeGroupSnapshotClasses().Create, gc)
 	t.Cleanup(func() {
 		_ = groups.VolumeGroupSnapshotClasses().Delete(context.Background(), gc.Name, metav1.DeleteOptions{})
 	})
@@ -137,9 +133,7 @@ func takeGroupSnapshot(t *testing.T, s *framework.Scenario) {
 	g := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: s.NS, Name: "grp"},
 		Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: &gc.Name, Source: groupv1.VolumeGroupSnapshotSource{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"secrets-test": "grp"}}}}}
-	if _, err := groups.VolumeGroupSnapshots(s.NS).Create(ctx, g, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, groups.VolumeGroupSnapshots(s.NS).Create, g)
 	s.Env.WaitGroupReady(t, s.NS, "grp", time.Minute)
 	if err := groups.VolumeGroupSnapshots(s.NS).Delete(ctx, "grp", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

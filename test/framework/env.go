@@ -262,3 +262,26 @@ type T interface {
 	csitest.TB
 	Name() string
 }
+
+// ContainsAll reports whether s contains every one of parts.
+func ContainsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// Must calls read within 30 s and returns what it read; an error fails
+// the test.
+func Must[V any](t T, read func(context.Context) (V, error)) V {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := read(ctx)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return v
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,6 +27,9 @@ type PVCOptions struct {
 	// TopologyKey replaces kubernetes.io/hostname as the key of that node
 	// affinity, e.g. a driver's own topology label.
 	TopologyKey string
+	// HostPath, when set, makes the PV a hostPath volume at that path, a
+	// volume no CSI driver serves, instead of a CSI one of Driver.
+	HostPath string
 }
 
 // CreateBoundPVC creates a CSI PV and a claim and binds them the way the
@@ -118,6 +122,9 @@ func (e *Env) bindClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim
 			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: claim.UID},
 		},
 	}
+	if o.HostPath != "" {
+		pv.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: o.HostPath}}
+	}
 	if o.Node != "" {
 		key := o.TopologyKey
 		if key == "" {
@@ -183,12 +190,31 @@ func SnapshotClass(name, driver string, policy snapv1.DeletionPolicy, isDefault 
 	return c
 }
 
+// GroupSnapshotClass is a VolumeGroupSnapshotClass of driver, default for
+// it when isDefault.
+func GroupSnapshotClass(name, driver string, policy snapv1.DeletionPolicy, isDefault bool) *groupv1.VolumeGroupSnapshotClass {
+	c := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: driver, DeletionPolicy: policy}
+	if isDefault {
+		c.Annotations = map[string]string{snapshot.AnnGroupDefaultClass: "true"}
+	}
+	return c
+}
+
 // CreateSnapshotClass creates class.
 func (e *Env) CreateSnapshotClass(t T, class *snapv1.VolumeSnapshotClass) *snapv1.VolumeSnapshotClass {
 	t.Helper()
-	out, err := e.Snap.SnapshotV1().VolumeSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{})
+	return MustCreate(t, e.Snap.SnapshotV1().VolumeSnapshotClasses().Create, class)
+}
+
+// MustCreate creates obj with create (a typed client's Create) within
+// 30 s and returns what the API server stored; an error fails the test.
+func MustCreate[P metav1.Object](t T, create func(context.Context, P, metav1.CreateOptions) (P, error), obj P) P {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create class %s: %v", class.Name, err)
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 	}
 	return out
 }

@@ -41,11 +41,7 @@ func existingTLSSecret(t *testing.T, env *framework.Env, ns, name, serviceDNS st
 		}
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeTLS, Data: data}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Kube.CoreV1().Secrets(ns).Create, sec)
 	return base64.StdEncoding.EncodeToString(ca.CertPEM), dir
 }
 

@@ -104,9 +104,7 @@ func TestBinariesRunWithTheChartsArgumentsAndServiceAccounts(t *testing.T) {
 	// The CSI side reads the class's secret (get, in any namespace) and
 	// records the Warning of a failed first cut (events).
 	cred := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "snap-creds", Namespace: secrets}, StringData: map[string]string{"user": "u"}}
-	if _, err := env.Kube.CoreV1().Secrets(secrets).Create(ctx, cred, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Kube.CoreV1().Secrets(secrets).Create, cred)
 	cc.drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: "CreateSnapshot", Times: 1, Code: "Unavailable"}}})
 	class := framework.SnapshotClass("chart-"+apps, framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, false)
 	class.Parameters = map[string]string{
@@ -211,9 +209,7 @@ func readyGroupThroughTheChart(ctx context.Context, t *testing.T, env *framework
 		ObjectMeta: metav1.ObjectMeta{Name: "chart-group-" + ns, Annotations: map[string]string{"groupsnapshot.storage.kubernetes.io/is-default-class": "true"}},
 		Driver:     framework.MockDriverName, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
 	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create, class)
 	t.Cleanup(func() {
 		_ = env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
 	})
@@ -229,8 +225,6 @@ func readyGroupThroughTheChart(ctx context.Context, t *testing.T, env *framework
 		Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
 	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create, g)
 	env.WaitGroupReady(t, ns, "db", 90*time.Second)
 }

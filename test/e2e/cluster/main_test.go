@@ -14,13 +14,11 @@ import (
 	"testing"
 	"time"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -99,13 +97,8 @@ func newWorld(t *testing.T, p pairing, o worldOptions) *world {
 		t.Fatal("the cluster-like plane gave the scenario no csi-provisioner")
 	}
 	w := &world{Scenario: s, pair: p, groupClass: "group-class-" + s.NS}
-	class := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: w.groupClass, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver:     s.Drv.Name, DeletionPolicy: o.Policy,
-	}
-	if _, err := s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create,
+		framework.GroupSnapshotClass(w.groupClass, s.Drv.Name, o.Policy, true))
 	t.Cleanup(func() {
 		_ = s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), w.groupClass, metav1.DeleteOptions{})
 	})

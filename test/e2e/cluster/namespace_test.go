@@ -132,9 +132,7 @@ func importRetained(t *testing.T, w *world, oldContent, handle string) {
 			Source: snapv1.VolumeSnapshotContentSource{SnapshotHandle: &handle},
 		},
 	}
-	if _, err := w.Env.Snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, c, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, w.Env.Snap.SnapshotV1().VolumeSnapshotContents().Create, c)
 	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "imported"},
 		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &name}}}
 	w.Env.CreateSnapshot(t, vs)

@@ -87,9 +87,7 @@ func TestLateDependencies(t *testing.T) {
 				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: qty}},
 			},
 		}
-		if _, err := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		framework.MustCreate(t, s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS).Create, pvc)
 		s.Snapshot(t, "late-bind", "c3", &s.Class)
 		s.WaitSnapshotError(t, "late-bind", "is not bound yet", 30*time.Second)
 		// Bind it now, as the PV controller would: a PV, the claim's
@@ -101,9 +99,7 @@ func TestLateDependencies(t *testing.T) {
 		name := "pre-" + s.NS
 		vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "late-content", Namespace: s.NS},
 			Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &name}}}
-		if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		framework.MustCreate(t, s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create, vs)
 		s.WaitSnapshotError(t, "late-content", "does not exist yet", 30*time.Second)
 		// A backend snapshot to import: cut one through a dynamic snapshot
 		// with Retain semantics is overkill; the mock's built-in "1" exists.
@@ -129,9 +125,7 @@ func TestPreProvisionedContentOfAnotherSnapshotIsNeverBound(t *testing.T) {
 	s.PreProvisionedContent(t, name, "2", "someone-else", snapv1.VolumeSnapshotContentRetain)
 	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "thief", Namespace: s.NS},
 		Spec: snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &name}}}
-	if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create, vs)
 	s.WaitSnapshotError(t, "thief", "is bound to VolumeSnapshot "+s.NS+"/someone-else", 30*time.Second)
 	c, _ := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
 	if c.Spec.VolumeSnapshotRef.UID != "" {

@@ -41,9 +41,7 @@ func TestCopiedContentKeepsItsBackendSnapshot(t *testing.T) {
 			Source:            snapv1.VolumeSnapshotContentSource{SnapshotHandle: &handle},
 		},
 	}
-	if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Create(ctx, copied, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Create, copied)
 	if err := s.Env.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, copied.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

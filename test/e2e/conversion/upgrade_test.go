@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/snapkeeper/snapkeeper/pkg/conversion"
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -62,13 +61,8 @@ func TestGroupsStoredAsV1beta1UpgradeThroughConversion(t *testing.T) {
 	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "conv", NoClass: true, ClaimSizes: sizes,
 		ControllerArgs: []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}})
 	env := s.Env
-	class := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "conv-" + s.NS, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver:     s.Drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create,
+		framework.GroupSnapshotClass("conv-"+s.NS, s.Drv.Name, snapv1.VolumeSnapshotContentDelete, true))
 	for g := range groups {
 		app := fmt.Sprintf("app-%d", g)
 		for m := range perGroup {
@@ -82,9 +76,7 @@ func TestGroupsStoredAsV1beta1UpgradeThroughConversion(t *testing.T) {
 		vgs := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: s.NS},
 			Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}}
-		if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(s.NS).Create(ctx, vgs, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(s.NS).Create, vgs)
 	}
 	for g := range groups {
 		env.WaitGroupReady(t, s.NS, fmt.Sprintf("app-%d", g), 90*time.Second)

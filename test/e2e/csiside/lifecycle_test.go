@@ -279,7 +279,6 @@ func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
 // ListSnapshots (polled while not ready) and nothing is cut.
 func TestPreProvisionedImport(t *testing.T) {
 	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "ListSnapshots", NotReady: 2}}})
-	ctx := context.Background()
 	snap := s.cutBackendSnapshot(t, "imported-"+s.NS, "vol-external")
 	contentName := "imported-" + s.NS
 	s.PreProvisionedContent(t, contentName, snap.SnapshotId, "snap", snapv1.VolumeSnapshotContentDelete)
@@ -287,9 +286,7 @@ func TestPreProvisionedImport(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: s.NS},
 		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &contentName}},
 	}
-	if _, err := s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, s.Env.Snap.SnapshotV1().VolumeSnapshots(s.NS).Create, vs)
 	got := s.WaitReady(t, "snap", 30*time.Second)
 	c := s.Content(t, contentName)
 	created := snap.CreationTime.AsTime()

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -61,19 +60,19 @@ func lineOf(out, object string) string {
 // createPendingPVC creates a claim that no volume binds.
 func createPendingPVC(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
-	if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), claim(ns, name, ""), metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), claim(ns, name), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func claim(ns, name, volume string) *corev1.PersistentVolumeClaim {
+// claim is a claim of 1Gi with no storage class, bound to nothing.
+func claim(ns, name string) *corev1.PersistentVolumeClaim {
 	storageClass := ""
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-			VolumeName:       volume,
 			StorageClassName: &storageClass,
 		},
 	}
@@ -82,37 +81,5 @@ func claim(ns, name, volume string) *corev1.PersistentVolumeClaim {
 // createHostPathPVC creates a claim bound to a hostPath (not CSI) volume.
 func createHostPathPVC(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
-	ctx := context.Background()
-	pvName := "pv-" + ns + "-" + name
-	created, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(ns, name, pvName), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + name}},
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name, UID: created.UID},
-		},
-	}
-	if _, err := env.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The PV controller, where it runs, binds them too.
-	claims := env.Kube.CoreV1().PersistentVolumeClaims(ns)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := claims.Get(ctx, name, metav1.GetOptions{})
-		if err != nil || cur.Status.Phase == corev1.ClaimBound {
-			return err
-		}
-		cur.Status.Phase = corev1.ClaimBound
-		_, err = claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env.CreateBoundPVC(t, ns, name, framework.PVCOptions{HostPath: "/tmp/" + name})
 }

@@ -36,14 +36,8 @@ func newWorld(t *testing.T, o framework.ScenarioOptions) *world {
 	o.ControllerArgs = []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}
 	w := &world{Scenario: framework.NewScenario(t, o)}
 	w.class = "group-class-" + w.NS
-	class := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: w.class,
-			Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver: w.Drv.Name, DeletionPolicy: o.Policy,
-	}
-	if _, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create,
+		framework.GroupSnapshotClass(w.class, w.Drv.Name, o.Policy, true))
 	return w
 }
 

@@ -73,17 +73,13 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 			}},
 		},
 	}
-	if _, err := groupContents.Create(ctx, imported, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, groupContents.Create, imported)
 	source := imported.Name
 	vgs := &groupv1.VolumeGroupSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "imported", Namespace: w.NS},
 		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{VolumeGroupSnapshotContentName: &source}},
 	}
-	if _, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS).Create(ctx, vgs, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS).Create, vgs)
 	got := w.waitGroupReady(t, "imported", 60*time.Second)
 	if n := got.Status.BoundVolumeGroupSnapshotContentName; n == nil || *n != source {
 		t.Fatalf("imported group bound to %v, want %s", n, source)

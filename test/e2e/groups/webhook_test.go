@@ -73,27 +73,21 @@ func TestGroupWebhook(t *testing.T) {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}
-	if _, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS).Create, pending)
 	denied("unbound claim", create("unbound", app("unbound"), nil), "spec.source.selector", `"pending"`, "not bound")
 
 	// A class of another driver than the claims'.
 	otherClass := "other-" + w.NS
-	if _, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: otherClass}, Driver: other, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx,
+		framework.GroupSnapshotClass(otherClass, other, snapv1.VolumeSnapshotContentDelete, false), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	denied("class of another driver", create("wrong-class", app("ok"), &otherClass),
 		"spec.volumeGroupSnapshotClassName", other, w.Drv.Name)
 
 	// A second default group class for the driver.
-	_, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "second-default-" + w.NS,
-			Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver: w.Drv.Name, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}, metav1.CreateOptions{})
+	_, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx,
+		framework.GroupSnapshotClass("second-default-"+w.NS, w.Drv.Name, snapv1.VolumeSnapshotContentDelete, true), metav1.CreateOptions{})
 	denied("second default group class", err, snapshot.AnnGroupDefaultClass, w.class)
 
 	// The source of a group is fixed.

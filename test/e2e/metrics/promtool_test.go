@@ -33,11 +33,9 @@ import (
 	"testing"
 	"time"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -274,15 +272,8 @@ func realScrapes(t *testing.T) []scrape {
 	t.Helper()
 	s := framework.NewScenario(t, framework.ScenarioOptions{NoController: true, DefaultClass: true})
 	wh := s.Env.StartWebhook(t)
-	groupClass := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "group-class-" + s.NS,
-			Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-		Driver: s.Drv.Name, DeletionPolicy: "Delete",
-	}
 	groups := s.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses()
-	if _, err := groups.Create(context.Background(), groupClass, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	groupClass := framework.MustCreate(t, groups.Create, framework.GroupSnapshotClass("group-class-"+s.NS, s.Drv.Name, "Delete", true))
 	t.Cleanup(func() { groups.Delete(context.Background(), groupClass.Name, metav1.DeleteOptions{}) })
 	lease := []string{"--leader-election=true", "--leader-election-namespace=" + s.NS}
 	binder := s.StartController(t, append([]string{"--components=binder", "--feature-gates=CSIVolumeGroupSnapshot=true"}, lease...)...)

@@ -67,17 +67,13 @@ func TestServesGroupsOnceTheirCRDsAppear(t *testing.T) {
 	// error from the binder.
 	p = startRaw(t, env, args...)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "groups-later"}}
-	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Kube.CoreV1().Namespaces().Create, ns)
 	g := &groupv1.VolumeGroupSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: ns.Name},
 		Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
 	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns.Name).Create(ctx, g, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns.Name).Create, g)
 	framework.Eventually(t, 30*time.Second, "the restarted binder handles the group", func() (bool, error) {
 		got, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns.Name).Get(ctx, "g", metav1.GetOptions{})
 		if err != nil {

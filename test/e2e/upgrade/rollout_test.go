@@ -246,13 +246,7 @@ func (c *cluster) checkStable(t *testing.T, sw *swapped) {
 
 func (c *cluster) writes(t *testing.T) framework.APIWrites {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	w, err := c.env.APIWrites(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return framework.Must(t, c.env.APIWrites)
 }
 
 // contractOnly keeps the writes on snapshot objects and claims.

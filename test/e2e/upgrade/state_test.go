@@ -149,14 +149,8 @@ func csiName(vs *snapv1.VolumeSnapshot) string { return "snapshot-" + string(vs.
 // with; a name held twice is a duplicate cut.
 func (c *cluster) backendByName(t *testing.T) map[string]int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	created, err := c.drv.GetCreated(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
-	for _, b := range created {
+	for _, b := range framework.Must(t, c.drv.GetCreated) {
 		out[b.Name]++
 	}
 	return out

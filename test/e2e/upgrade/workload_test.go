@@ -160,14 +160,8 @@ func (c *cluster) deleteAll(t *testing.T) {
 // createGroupClass: the driver's default group class.
 func createGroupClass(t *testing.T, env *framework.Env) {
 	t.Helper()
-	class := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: "upgrade-group", Annotations: map[string]string{"groupsnapshot.storage.kubernetes.io/is-default-class": "true"}},
-		Driver:         framework.MockDriverName,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create,
+		framework.GroupSnapshotClass("upgrade-group", framework.MockDriverName, snapv1.VolumeSnapshotContentDelete, true))
 }
 
 // labelled creates bound claims labelled app=db, the group's members.
@@ -190,7 +184,5 @@ func createGroup(t *testing.T, env *framework.Env, ns, name string) {
 		Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
 	}
-	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(context.Background(), g, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create, g)
 }

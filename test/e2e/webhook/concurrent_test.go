@@ -8,11 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -29,19 +27,13 @@ func TestConcurrentDefaultClasses(t *testing.T) {
 
 	single := env.Snap.SnapshotV1().VolumeSnapshotClasses()
 	raceDefaults(t, "VolumeSnapshotClass", driver+"-", n, func(name string) error {
-		_, err := single.Create(ctx, &snapv1.VolumeSnapshotClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{snapshot.AnnDefaultClass: "true"}},
-			Driver:     driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-		}, metav1.CreateOptions{})
+		_, err := single.Create(ctx, framework.SnapshotClass(name, driver, snapv1.VolumeSnapshotContentDelete, true), metav1.CreateOptions{})
 		return err
 	}, func(name string) error { return single.Delete(ctx, name, metav1.DeleteOptions{}) })
 
 	group := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses()
 	raceDefaults(t, "VolumeGroupSnapshotClass", driver+"-g", n, func(name string) error {
-		_, err := group.Create(ctx, &groupv1.VolumeGroupSnapshotClass{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{snapshot.AnnGroupDefaultClass: "true"}},
-			Driver:     driver, DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-		}, metav1.CreateOptions{})
+		_, err := group.Create(ctx, framework.GroupSnapshotClass(name, driver, snapv1.VolumeSnapshotContentDelete, true), metav1.CreateOptions{})
 		return err
 	}, func(name string) error { return group.Delete(ctx, name, metav1.DeleteOptions{}) })
 }
