@@ -37,7 +37,7 @@ func privateScenario(t *testing.T, faults []framework.FaultRule) *framework.Scen
 		}
 	})
 	s := &framework.Scenario{Env: env, NS: env.Namespace(t)}
-	o := framework.CSIDriverOptions{DriverName: fmt.Sprintf("faults-%04x.csi.snapkeeper.io", rand.IntN(0xffff))}
+	o := framework.CSIDriverOptions{DriverName: framework.DriverName("faults")}
 	if len(faults) > 0 {
 		o.Faults = &framework.Faults{Rules: faults}
 	}

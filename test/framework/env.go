@@ -30,7 +30,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"regexp"
 	"strings"
@@ -187,7 +186,7 @@ func (e *Env) Namespace(t T) string {
 	if len(base) > 40 {
 		base = base[:40]
 	}
-	name := fmt.Sprintf("%s-%04x", strings.Trim(base, "-"), rand.IntN(0xffff))
+	name := names.next(strings.Trim(base, "-"), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -38,6 +39,36 @@ type Scenario struct {
 	claimSizes map[string]int64
 	handles    map[string]string
 }
+
+// names hands out the names of the drivers and namespaces tests make,
+// never one twice in a test process: the tests of a package share one
+// control plane, where two drivers of one name would share default classes
+// and contents (16 random bits alone collided once in CI).
+var names = &nameSet{used: map[string]bool{}}
+
+// nameSet is the set of names handed out.
+type nameSet struct {
+	sync.Mutex
+	used map[string]bool
+}
+
+// next returns "<prefix>-<4 hex digits><suffix>", a name not handed out
+// before.
+func (d *nameSet) next(prefix, suffix string) string {
+	d.Lock()
+	defer d.Unlock()
+	for {
+		name := fmt.Sprintf("%s-%04x%s", prefix, rand.IntN(0x10000), suffix)
+		if !d.used[name] {
+			d.used[name] = true
+			return name
+		}
+	}
+}
+
+// DriverName returns "<prefix>-<4 hex digits>.csi.snapkeeper.io", a CSI
+// driver name no other test of the process got.
+func DriverName(prefix string) string { return names.next(prefix, ".csi.snapkeeper.io") }
 
 // ScenarioOptions configure NewScenario.
 type ScenarioOptions struct {
@@ -89,7 +120,7 @@ func newScenarioOn(t T, env *Env, o ScenarioOptions) *Scenario {
 	if o.DriverPrefix == "" {
 		o.DriverPrefix = "e2e"
 	}
-	drv := CSIDriverOptions{DriverName: fmt.Sprintf("%s-%04x.csi.snapkeeper.io", o.DriverPrefix, rand.IntN(0xffff))}
+	drv := CSIDriverOptions{DriverName: DriverName(o.DriverPrefix)}
 	if len(o.Faults) > 0 {
 		drv.Faults = &Faults{Rules: o.Faults}
 	}

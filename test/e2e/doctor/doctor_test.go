@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,8 @@ func createSituations(t *testing.T, s *framework.Scenario) *framework.Scenario {
 	t.Helper()
 	env, ns := s.Env, s.NS
 	// A driver nobody serves, and one with two default classes.
-	orphan := fmt.Sprintf("orphan-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
-	twice := fmt.Sprintf("twice-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
+	orphan := framework.DriverName("orphan")
+	twice := framework.DriverName("twice")
 	env.CreateSnapshotClass(t, framework.SnapshotClass("orphan-"+ns, orphan, snapv1.VolumeSnapshotContentDelete, false))
 	env.CreateSnapshotClass(t, framework.SnapshotClass("twice-a-"+ns, twice, snapv1.VolumeSnapshotContentDelete, true))
 	env.CreateSnapshotClass(t, framework.SnapshotClass("twice-b-"+ns, twice, snapv1.VolumeSnapshotContentDelete, true))

@@ -2,8 +2,6 @@ package groups
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +55,7 @@ func TestGroupWebhook(t *testing.T) {
 	}
 
 	// Claims of two drivers.
-	other := fmt.Sprintf("other-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
+	other := framework.DriverName("other")
 	w.Env.CreateBoundPVC(t, w.NS, "elsewhere", framework.PVCOptions{Driver: other})
 	w.label(t, "elsewhere", map[string]string{"mixed": "yes"})
 	denied("two drivers", create("mixed", &metav1.LabelSelector{MatchLabels: map[string]string{"mixed": "yes"}}, nil),

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +22,7 @@ func TestConcurrentDefaultClasses(t *testing.T) {
 	startWebhook(t, env)
 	ctx := context.Background()
 	const n = 10
-	driver := fmt.Sprintf("race-%04x.csi.snapkeeper.io", rand.IntN(0xffff))
+	driver := framework.DriverName("race")
 
 	single := env.Snap.SnapshotV1().VolumeSnapshotClasses()
 	raceDefaults(t, "VolumeSnapshotClass", driver+"-", n, func(name string) error {
