@@ -79,7 +79,7 @@ func (c *Controller) tearDownAll(ctx context.Context, s subject) (boundContent, 
 	}
 	// A Delete content's delete event brings the subject back once the
 	// CSI side removed the backend snapshot and its finalizer.
-	return content, content != nil && content.deletePolicy(), nil
+	return content, content != nil && deletes(content), nil
 }
 
 func hasAnyFinalizer(obj object, fs []string) bool {
@@ -103,7 +103,7 @@ func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content b
 	}
 	// The cache may show it undeleted a moment after our delete: the
 	// writer remembers the delete until it does.
-	if !content.deletePolicy() || obj.GetDeletionTimestamp() != nil || c.lag.DeleteSent(obj.GetUID()) {
+	if !deletes(content) || obj.GetDeletionTimestamp() != nil || c.lag.DeleteSent(obj.GetUID()) {
 		return nil
 	}
 	if err := content.delete(ctx, c.cfg.Writer); err != nil && !apierrors.IsNotFound(err) {

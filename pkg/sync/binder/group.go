@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -96,14 +97,18 @@ func (c *Controller) group(g *groupv1.VolumeGroupSnapshot) subject {
 func (g group) object() object                               { return g.VolumeGroupSnapshot }
 func (g group) names() *kindNames                            { return &groupNames }
 func (g group) classes() classRules                          { return groupClasses }
-func (g group) class() string                                { return deref(g.Spec.VolumeGroupSnapshotClassName) }
+func (g group) class() string                                { return ptr.Deref(g.Spec.VolumeGroupSnapshotClassName, "") }
 func (g group) finalizersFor(snapv1.DeletionPolicy) []string { return groupNames.finalizers }
-func (g group) namedContent() string                         { return deref(g.Spec.Source.VolumeGroupSnapshotContentName) }
-func (g group) waitsForGroup() bool                          { return false }
-func (g group) keep(*writer.Patch, boundContent)             {}
-func (g group) releaseSource()                               {}
-func (g group) statusError() *snapv1.VolumeSnapshotError     { return groupStatus(g).Error }
-func (g group) boundName() string                            { return deref(groupStatus(g).BoundVolumeGroupSnapshotContentName) }
+func (g group) namedContent() string {
+	return ptr.Deref(g.Spec.Source.VolumeGroupSnapshotContentName, "")
+}
+func (g group) waitsForGroup() bool                      { return false }
+func (g group) keep(*writer.Patch, boundContent)         {}
+func (g group) releaseSource()                           {}
+func (g group) statusError() *snapv1.VolumeSnapshotError { return groupStatus(g).Error }
+func (g group) boundName() string {
+	return ptr.Deref(groupStatus(g).BoundVolumeGroupSnapshotContentName, "")
+}
 
 func (g group) content() boundContent {
 	return asGroupContent(g.c.groupContentOf(g.VolumeGroupSnapshot))
@@ -266,10 +271,6 @@ func (g groupContent) driver() string                { return g.Spec.Driver }
 func (g groupContent) ref() corev1.ObjectReference   { return g.Spec.VolumeGroupSnapshotRef }
 func (g groupContent) className() *string            { return g.Spec.VolumeGroupSnapshotClassName }
 func (g groupContent) dynamic() bool                 { return g.Spec.Source.GroupSnapshotHandles == nil }
-
-func (g groupContent) deletePolicy() bool {
-	return g.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
-}
 
 func (g groupContent) status() contentStatus {
 	cs := g.Status

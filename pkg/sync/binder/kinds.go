@@ -101,7 +101,6 @@ type boundContent interface {
 	object() object
 	// beingDeleted is the kind's being-deleted mark.
 	beingDeleted() string
-	deletePolicy() bool
 	policy() snapv1.DeletionPolicy
 	driver() string
 	ref() corev1.ObjectReference
@@ -113,6 +112,11 @@ type boundContent interface {
 	create(ctx context.Context, w *writer.Writer) error
 	patchMeta(ctx context.Context, w *writer.Writer, p *writer.Patch) error
 	delete(ctx context.Context, w *writer.Writer) error
+}
+
+// deletes reports whether content goes with its subject (Delete policy).
+func deletes(content boundContent) bool {
+	return content.policy() == snapv1.VolumeSnapshotContentDelete
 }
 
 // contentStatus is what a subject's status mirrors of its content's.

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -101,9 +102,9 @@ func (c *Controller) snap(vs *snapv1.VolumeSnapshot) subject { return snap{c: c,
 func (s snap) object() object                                      { return s.VolumeSnapshot }
 func (s snap) names() *kindNames                                   { return &snapshotNames }
 func (s snap) classes() classRules                                 { return snapshotClasses }
-func (s snap) class() string                                       { return deref(s.Spec.VolumeSnapshotClassName) }
+func (s snap) class() string                                       { return ptr.Deref(s.Spec.VolumeSnapshotClassName, "") }
 func (s snap) finalizersFor(policy snapv1.DeletionPolicy) []string { return snapshotFinalizers(policy) }
-func (s snap) namedContent() string                                { return deref(s.Spec.Source.VolumeSnapshotContentName) }
+func (s snap) namedContent() string                                { return ptr.Deref(s.Spec.Source.VolumeSnapshotContentName, "") }
 func (s snap) waitsForGroup() bool                                 { return isMember(s.VolumeSnapshot) }
 func (s snap) classDriver() string                                 { return s.c.classDriver(s.class()) }
 func (s snap) dynamicMismatch(boundContent) *problem               { return nil }
@@ -127,7 +128,7 @@ func (s snap) boundName() string {
 	if s.Status == nil {
 		return ""
 	}
-	return deref(s.Status.BoundVolumeSnapshotContentName)
+	return ptr.Deref(s.Status.BoundVolumeSnapshotContentName, "")
 }
 
 func (s snap) shown() *shown {
@@ -268,10 +269,6 @@ func (s snapContent) ref() corev1.ObjectReference   { return s.Spec.VolumeSnapsh
 func (s snapContent) className() *string            { return s.Spec.VolumeSnapshotClassName }
 func (s snapContent) dynamic() bool                 { return s.Spec.Source.SnapshotHandle == nil }
 
-func (s snapContent) deletePolicy() bool {
-	return s.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
-}
-
 func (s snapContent) status() contentStatus {
 	cs := s.Status
 	if cs == nil {
@@ -297,11 +294,4 @@ func (s snapContent) patchMeta(ctx context.Context, w *writer.Writer, p *writer.
 
 func (s snapContent) delete(ctx context.Context, w *writer.Writer) error {
 	return w.DeleteContent(ctx, s.VolumeSnapshotContent)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
