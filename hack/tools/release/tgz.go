@@ -41,26 +41,20 @@ func normalizeTgz(in []byte, mtime time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := tar.NewReader(zr)
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	tw := tar.NewWriter(zw)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = walkTar(zr, func(h *tar.Header, content io.Reader) error {
 		h.ModTime, h.AccessTime, h.ChangeTime = mtime, time.Time{}, time.Time{}
 		h.Uname, h.Gname, h.Format = "", "", tar.FormatPAX
 		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return nil, err
-		}
+		_, err := io.Copy(tw, content)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -89,4 +83,22 @@ func newTgz(es []entry, mtime time.Time) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// walkTar calls fn with every entry of the tar stream r: its header and a
+// reader of its content; it stops at the first error.
+func walkTar(r io.Reader, fn func(h *tar.Header, content io.Reader) error) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(h, tr); err != nil {
+			return err
+		}
+	}
 }

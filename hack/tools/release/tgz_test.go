@@ -61,19 +61,15 @@ func TestNormalizeTgz(t *testing.T) {
 	}
 }
 
-// eachTarEntry calls fn with every entry of the tar stream r: its header
-// and a reader of its content.
+// eachTarEntry calls fn with every entry of the tar stream r (walkTar); a
+// broken stream fails the test.
 func eachTarEntry(t *testing.T, r io.Reader, fn func(h *tar.Header, content io.Reader)) {
 	t.Helper()
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		fn(h, tr)
+	err := walkTar(r, func(h *tar.Header, content io.Reader) error {
+		fn(h, content)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
