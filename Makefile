@@ -24,7 +24,7 @@ TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
-.PHONY: all build test unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
+.PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
 all: build
 
@@ -123,8 +123,13 @@ test-tools: tools
 # End-to-end tests; test/conformance runs its short catalogue against the
 # community peers, test/faults its short seeded variant (docs/faults.md).
 # FAULT_SEED=<n> replays the fault suite's random choices.
-e2e: tools $(PEERS)
-	$(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+e2e: tools $(PEERS) own-binaries
+	SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
+
+# Our commands for the e2e packages, linked once instead of once per test
+# process (test/framework OwnBinary, $$SNAPKEEPER_OWN_BINARIES).
+own-binaries:
+	$(GO) build -o $(ABS_BIN)/own/ ./cmd/controller ./cmd/webhook ./cmd/snapctl
 
 # The monitoring checks alone (docs/metrics.md, "Checking alerts, dashboard
 # and metrics"): promtool on the chart's PrometheusRule and its unit tests,
@@ -145,11 +150,13 @@ test-upgrade: $(KUBE_TOOLS) $(BIN)/mock-csi-driver $(BIN)/helm
 	SNAPKEEPER_REQUIRE_UPGRADE=1 SNAPKEEPER_REQUIRE_MOCK_CSI=1 $(GO) test -count=1 -v -timeout 15m -run '^TestUpgradeFromPreviousRelease$$' ./test/e2e/upgrade
 
 # The whole suite, as CI runs it: lint, CRD freshness, unit tests with the
-# race detector, 5 s of each fuzz target, the test driver's tests, then the
+# race detector, 5 s of each fuzz target, the test driver's tests, and the
 # end-to-end tests on real parts. A missing mock driver fails instead of
-# skipping.
-test: export SNAPKEEPER_REQUIRE_MOCK_CSI = 1
-test: lint check-crds unit fuzz-short test-tools e2e
+# skipping. hack/test.sh schedules the steps for two cores (the e2e tests in
+# the foreground, the CPU-only steps niced beside them) and prints each
+# step's wall and CPU time (docs/testing.md).
+test:
+	MAKE="$(MAKE)" GO="$(GO)" hack/test.sh
 
 # The full differential conformance catalogue (docs/compatibility.md): every
 # scenario against the four pairings of our and the community binder and
@@ -192,9 +199,14 @@ bench: tools $(PEERS)
 bench-coldstart: tools $(PEERS)
 	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -scale= -out docs/benchmarks-coldstart.md
 
-lint: $(BIN)/staticcheck
-	@out=$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+# gofmt, go vet (ours and the test driver's module) and staticcheck.
+lint: vet lint-static
+
+vet:
 	$(GO) vet ./...
+
+lint-static: $(BIN)/staticcheck
+	@out=$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	cd hack/tools/kube && $(GO) vet ./...
 	$(BIN)/staticcheck ./...
 

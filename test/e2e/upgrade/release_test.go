@@ -126,8 +126,9 @@ type build struct {
 }
 
 // buildTree builds the controller and the webhook of the source tree in
-// dir stamped with version and revision (as `make build` does; -trimpath
-// so the build cache serves an exported tree at any path), packages its
+// dir stamped with version and revision (as `make build` does; without
+// -trimpath, so the dependencies come from the build cache the other
+// suites and `go vet` filled: only the tree's own packages compile), packages its
 // chart with version and appVersion set as `make chart` does, and the
 // example driver chart around it.
 func buildTree(ctx context.Context, h *framework.Helm, dir, out, version, revision string) (*build, error) {
@@ -136,7 +137,7 @@ func buildTree(ctx context.Context, h *framework.Helm, dir, out, version, revisi
 		" -X github.com/snapkeeper/snapkeeper/pkg/version.Revision=" + revision
 	binDir := filepath.Join(out, "bin")
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", binDir+"/", "./cmd/controller", "./cmd/webhook")
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-ldflags", ldflags, "-o", binDir+"/", "./cmd/controller", "./cmd/webhook")
 	cmd.Dir = dir
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build in %s: %w\n%s", dir, err, o)
