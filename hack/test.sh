@@ -50,7 +50,7 @@ step() {
 	} 4>&1
 	local e u s
 	e=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-	read -r u s < <(echo "$cpu" | tail -1 | awk '{ n = split($0, f, " "); for (i = 1; i <= 2; i++) { split(f[i], p, /[ms]/); printf "%.0f ", p[1] * 60 + p[2] } }')
+	read -r u s < <(echo "$cpu" | tail -1 | awk '{ split($0, f, " "); for (i = 1; i <= 2; i++) { split(f[i], p, /[ms]/); printf "%.0f ", p[1] * 60 + p[2] } }')
 	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$e" "$u" "$s" "$rc" >>"$times"
 	echo "== $name: exit $rc, wall ${e}s, CPU ${u}s user + ${s}s system"
 	return "$rc"
@@ -77,14 +77,10 @@ faults=$!
 step e2e "$go" test -count=1 -p 2 -timeout 45m "${others[@]}" >"$logs/e2e" 2>&1 &
 e2e=$!
 
-# 3. The CPU-only chain, niced.
-chain() {
-	step lint-static nice -n 19 "$make" --no-print-directory lint-static || failed+=(lint)
-	step unit nice -n 19 "$make" --no-print-directory unit || failed+=(unit)
-	step fuzz-short nice -n 19 "$make" --no-print-directory fuzz-short || failed+=(fuzz-short)
-	step test-tools nice -n 19 "$make" --no-print-directory test-tools || failed+=(test-tools)
-}
-chain
+# 3. The CPU-only chain, niced, one make target after the other.
+for target in lint-static unit fuzz-short test-tools; do
+	step "$target" nice -n 19 "$make" --no-print-directory "$target" || failed+=("$target")
+done
 wait "$e2e" || failed+=(e2e)
 cat "$logs/e2e"
 wait "$faults" || failed+=(faults)
