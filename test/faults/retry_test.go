@@ -49,14 +49,16 @@ func privateScenario(t *testing.T, faults []framework.FaultRule) *framework.Scen
 }
 
 // transient tells errors of an API server that is away (connection
-// refused or reset, timeouts, 5xx) from the answers of one that is up.
+// refused or reset, timeouts including a TLS handshake that a restarting
+// server on a loaded machine did not finish, 5xx) from the answers of one
+// that is up.
 func transient(err error) bool {
 	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) ||
 		apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err) {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range []string{"connection refused", "connection reset", "EOF", "http2:", "i/o timeout", "context deadline exceeded", "broken pipe", "timed out"} {
+	for _, s := range []string{"connection refused", "connection reset", "EOF", "http2:", "i/o timeout", "context deadline exceeded", "broken pipe", "timed out", "handshake timeout"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
