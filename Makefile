@@ -24,6 +24,7 @@ TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
+.PHONY: node-tools node-images test-node check-mods
 .PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
 all: build
@@ -126,6 +127,11 @@ test-tools: tools
 e2e: tools $(PEERS) own-binaries
 	SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(if $(FAULT_SEED),SNAPKEEPER_FAULT_SEED=$(FAULT_SEED)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
+# The modules `make test` builds agree on every dependency they share, so
+# the build cache compiles each once (hack/alignmods; -w aligns them).
+check-mods:
+	$(GO) run ./hack/alignmods
+
 # Our commands for the e2e packages, linked once instead of once per test
 # process (test/framework OwnBinary, $$SNAPKEEPER_OWN_BINARIES).
 own-binaries:
@@ -224,3 +230,44 @@ clean-tools:
 # Releases: make release, image, sbom, licenses, chart, test-release
 # (release.mk, docs/releases.md).
 include release.mk
+
+# After release.mk: the node images use its tool and image.
+# A real node beside the control plane (test/framework/node.go): kubelet,
+# kube-scheduler and kube-proxy from the kube tools' module and build cache
+# (a `go build` of their own so that `make test`, which runs no node, does
+# not link them), the pause binary, and the images pods run, imported into
+# containerd without a registry: ours from `make image`, the mock CSI
+# driver, csi-provisioner. Binaries in images are static (CGO_ENABLED=0).
+NODE_TOOLS  := $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy
+NODE_IMAGES := $(BIN)/node-images
+node-tools: $(NODE_TOOLS)
+$(NODE_TOOLS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
+	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
+
+node-images: $(NODE_IMAGES)/pause.tar $(NODE_IMAGES)/podtool.tar $(NODE_IMAGES)/snapkeeper.tar $(NODE_IMAGES)/mock-csi-driver.tar $(NODE_IMAGES)/csi-provisioner.tar
+$(NODE_IMAGES)/static/pause $(NODE_IMAGES)/static/podtool $(NODE_IMAGES)/static/mock-csi-driver &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go $(wildcard hack/tools/kube/mockcsi/*.go)
+	cd hack/tools/kube && CGO_ENABLED=0 $(GO) build -o $(ABS_BIN)/node-images/static/ ./pause ./podtool ./mockcsi && mv $(ABS_BIN)/node-images/static/mockcsi $(ABS_BIN)/node-images/static/mock-csi-driver
+$(NODE_IMAGES)/static/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
+	cd hack/tools/provisioner && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v6.4.0" -o $@ github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
+$(NODE_IMAGES)/pause.tar: $(NODE_IMAGES)/static/pause $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name snapkeeper.local/pause:1 -file $<:/pause -out $@
+$(NODE_IMAGES)/podtool.tar: $(NODE_IMAGES)/static/podtool $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name snapkeeper.local/podtool:1 -file $<:/podtool -user 65532:65532 -out $@
+$(NODE_IMAGES)/mock-csi-driver.tar: $(NODE_IMAGES)/static/mock-csi-driver $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name snapkeeper.local/mock-csi-driver:1 -file $<:/usr/local/bin/mock-csi-driver -out $@
+$(NODE_IMAGES)/csi-provisioner.tar: $(NODE_IMAGES)/static/csi-provisioner $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-provisioner:v6.4.0 -file $<:/csi-provisioner -out $@
+# Our image as users pull it (`make image`), its host platform retagged
+# ghcr.io/snapkeeper/snapkeeper:<version>; snapkeeper.ref holds the tag.
+$(NODE_IMAGES)/snapkeeper.tar: image
+	$(RELEASE_TOOL) pack -name $(IMAGE_REPOSITORY):$(IMAGE_TAG) -layout $(IMAGE_LAYOUT) -out $@
+	echo $(IMAGE_TAG) >$(NODE_IMAGES)/snapkeeper.ref
+
+# The node suites (test/node): the chart installed with helm on a real
+# node, its pods Ready under Pod Security "restricted", the webhook
+# reached through its Service. Installs the OS packages it needs
+# (hack/node-deps.sh, root) and tears down what it created.
+NODE_TIMEOUT ?= 60m
+test-node: tools own-binaries node-tools node-images
+	hack/node-deps.sh
+	SNAPKEEPER_NODE=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -v -timeout $(NODE_TIMEOUT) $(NODE_ARGS) ./test/node/...

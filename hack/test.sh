@@ -5,8 +5,9 @@
 #   1. builds, in the foreground: our commands once for every e2e package
 #      (bin/own, $SNAPKEEPER_OWN_BINARIES), `go vet ./...`, whose
 #      compilation the e2e test binaries and the community peers reuse, the
-#      pinned tools one module at a time, and the CRD freshness check (it
-#      rewrites the CRD files the e2e tests read);
+#      pinned tools one module at a time (their shared dependencies on one
+#      version: hack/alignmods, checked here), and the CRD freshness check
+#      (it rewrites the CRD files the e2e tests read);
 #   2. the end-to-end tests at normal priority: test/faults (the longest
 #      package) in its own `go test` beside the others (-p 2);
 #   3. meanwhile, at the lowest CPU priority (nice 19), the steps that only
@@ -68,6 +69,7 @@ step vet "$make" --no-print-directory vet || failed+=(vet)
 step tools "$make" --no-print-directory bin/snapshot-controller tools || { echo "tool build failed"; exit 1; }
 # Before the e2e tests: it rewrites the chart's CRD files, which they read.
 step check-crds "$make" --no-print-directory check-crds || failed+=(check-crds)
+step check-mods "$make" --no-print-directory check-mods || failed+=(check-mods)
 
 # 2. End-to-end tests, in the background.
 export SNAPKEEPER_OWN_BINARIES=$PWD/bin/own

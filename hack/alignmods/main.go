@@ -6,11 +6,16 @@
 // dependency closure is the same, so one module with a newer golang.org/x/net
 // is enough to compile client-go a second time.
 //
-//	go run ./hack/alignmods          # lists the shared dependencies that differ; exit 1 if any
-//	go run ./hack/alignmods -w       # raises each to the highest version any module uses
+// The versions to share are the anchors': our module, whose versions the
+// previous release built by the upgrade suite shares too, and the modules
+// of kube-apiserver and of the community peers (Kubernetes v1.37.2's own).
+// The anchors are raised to the highest version among them; every other
+// tool module is raised to it where it is lower and pinned down to it by a
+// replace directive where it asks for more (a tool's build only, never
+// what it ships).
 //
-// Versions only go up: raising one module's requirement can raise others
-// (minimal version selection), so -w repeats until nothing differs.
+//	go run ./hack/alignmods          # lists the shared dependencies that differ; exit 1 if any
+//	go run ./hack/alignmods -w       # aligns them
 package main
 
 import (
@@ -45,28 +50,60 @@ var modules = []struct {
 	{"hack/tools/controller-gen", []string{"sigs.k8s.io/controller-tools/cmd/controller-gen", "./crdfix"}},
 }
 
+// anchors are the first three modules.
+const anchors = 3
+
+// keepNewer are the dependencies a tool module needs newer than the
+// anchors' (by path prefix): pinning them down breaks its build, so they
+// stay unshared.
+var keepNewer = map[string][]string{
+	// Prometheus 3.16 uses semantic conventions that OpenTelemetry v1.44
+	// does not have, and client_golang's newest query API.
+	"hack/tools/promtool": {"go.opentelemetry.io/", "github.com/prometheus/"},
+}
+
+func keptNewer(dir, path string) bool {
+	for _, p := range keepNewer[dir] {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// dep is one dependency as a module builds it: the version in effect (a
+// replacement's when replaced) and whether a replace directive set it.
+type dep struct {
+	version  string
+	replaced bool
+}
+
 func main() {
-	write := flag.Bool("w", false, "raise every differing dependency to the highest version in use")
+	write := flag.Bool("w", false, "align every differing dependency")
 	flag.Parse()
 	for round := 1; ; round++ {
-		graphs := map[string]map[string]string{}
-		for _, m := range modules {
+		graphs := make([]map[string]dep, len(modules))
+		for i, m := range modules {
 			g, err := graph(m.dir, m.list)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(2)
 			}
-			graphs[m.dir] = g
+			graphs[i] = g
 		}
-		ups := upgrades(graphs)
-		if len(ups) == 0 {
+		edits := plan(graphs)
+		n := 0
+		for _, e := range edits {
+			n += len(e)
+		}
+		if n == 0 {
 			fmt.Printf("alignmods: %d modules agree on every shared dependency\n", len(modules))
 			return
 		}
 		if !*write {
-			for _, m := range modules {
-				for _, u := range ups[m.dir] {
-					fmt.Printf("%s: %s\n", m.dir, u)
+			for i, m := range modules {
+				for _, e := range edits[i] {
+					fmt.Printf("%s: %s\n", m.dir, e)
 				}
 			}
 			fmt.Println("alignmods: shared dependencies differ; run `go run ./hack/alignmods -w`")
@@ -76,16 +113,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "alignmods: still differing after 10 rounds")
 			os.Exit(2)
 		}
-		for _, m := range modules {
-			if len(ups[m.dir]) == 0 {
+		for i, m := range modules {
+			if len(edits[i]) == 0 {
 				continue
 			}
 			// Raised minimums, not `go get path@version`: one raise may
 			// need another above the highest version in use, which
 			// minimal version selection (tidy) then picks.
 			args := []string{"mod", "edit"}
-			for _, u := range ups[m.dir] {
-				args = append(args, "-require="+strings.Fields(u)[0]+"@"+strings.Fields(u)[3])
+			for _, e := range edits[i] {
+				args = append(args, e.flag())
 			}
 			if err := run(m.dir, args...); err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -99,38 +136,70 @@ func main() {
 	}
 }
 
-// upgrades returns, per module, "path version -> highest" for every
-// dependency compiled in two modules or more that another module uses at a
-// higher version. A module that replaces a path keeps its version (its
-// replacement is on purpose).
-func upgrades(graphs map[string]map[string]string) map[string][]string {
-	highest, users := map[string]string{}, map[string]int{}
-	for _, g := range graphs {
-		for p, v := range g {
+// edit is one change to a module's go.mod.
+type edit struct {
+	path, from, to string
+	pin            bool // a replace directive down to the anchors' version
+}
+
+func (e edit) flag() string {
+	if e.pin {
+		return "-replace=" + e.path + "=" + e.path + "@" + e.to
+	}
+	return "-require=" + e.path + "@" + e.to
+}
+
+func (e edit) String() string {
+	how := "raise"
+	if e.pin {
+		how = "pin (replace)"
+	}
+	return fmt.Sprintf("%s %s: %s -> %s", how, e.path, e.from, e.to)
+}
+
+// plan returns, per module, the edits that bring every dependency it
+// shares with another module to one version: the anchors' highest for a
+// dependency an anchor compiles, else the highest in use. Anchors are only
+// raised, and keep their own replace directives (Kubernetes' staging
+// modules); other modules are raised or pinned down.
+func plan(graphs []map[string]dep) [][]edit {
+	want, users, anchored := map[string]string{}, map[string]int{}, map[string]bool{}
+	for i, g := range graphs {
+		for p, d := range g {
 			users[p]++
-			v = strings.TrimSuffix(v, " =>")
-			if h, ok := highest[p]; !ok || compare(v, h) > 0 {
-				highest[p] = v
+			if i < anchors {
+				anchored[p] = true
+			} else if anchored[p] {
+				continue
+			}
+			if h, ok := want[p]; !ok || compare(d.version, h) > 0 {
+				want[p] = d.version
 			}
 		}
 	}
-	out := map[string][]string{}
-	for m, g := range graphs {
-		for p, v := range g {
-			if h := highest[p]; users[p] > 1 && !strings.HasSuffix(v, "=>") && compare(v, h) < 0 {
-				out[m] = append(out[m], fmt.Sprintf("%s %s -> %s", p, v, h))
+	edits := make([][]edit, len(graphs))
+	for i, g := range graphs {
+		for p, d := range g {
+			w := want[p]
+			switch {
+			case users[p] < 2 || d.version == w || (compare(d.version, w) > 0 && keptNewer(modules[i].dir, p)):
+			case i < anchors && d.replaced:
+				fmt.Fprintf(os.Stderr, "alignmods: %s replaces %s with %s, the others use %s\n", modules[i].dir, p, d.version, w)
+			case compare(d.version, w) < 0 && !d.replaced:
+				edits[i] = append(edits[i], edit{path: p, from: d.version, to: w})
+			default:
+				edits[i] = append(edits[i], edit{path: p, from: d.version, to: w, pin: true})
 			}
 		}
-		sort.Strings(out[m])
+		sort.Slice(edits[i], func(a, b int) bool { return edits[i][a].path < edits[i][b].path })
 	}
-	return out
+	return edits
 }
 
 // graph lists the modules whose packages module dir compiles for the
-// packages `go list list...` names: path -> version. A replaced path's
-// version ends in " =>".
-func graph(dir string, list []string) (map[string]string, error) {
-	args := append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{with .Replace}} =>{{end}}{{end}}"}, list...)
+// packages `go list list...` names.
+func graph(dir string, list []string) (map[string]dep, error) {
+	args := append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{with .Replace}} {{.Version}}{{end}}{{end}}"}, list...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
@@ -138,14 +207,16 @@ func graph(dir string, list []string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: go %s: %w", dir, strings.Join(args, " "), err)
 	}
-	g := map[string]string{}
+	g := map[string]dep{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 2 { // the main module and std have no version
-			continue
-		}
-		g[f[0]] = strings.Join(f[1:], " ")
+		switch len(f) {
+		case 2:
+			g[f[0]] = dep{version: f[1]}
+		case 3:
+			g[f[0]] = dep{version: f[2], replaced: true}
+		} // the main module and std have no version
 	}
 	return g, sc.Err()
 }
