@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/klog/v2"
 )
 
 // The e2e mock service has no GroupController service: groupServer adds
@@ -86,8 +87,9 @@ func (g *groupServer) GroupControllerGetCapabilities(context.Context, *csi.Group
 // same set of source volumes and parameters returns the same group (with
 // its current readiness); the same name with other volumes or parameters is
 // AlreadyExists. Members are created one per volume through the mock's
-// CreateSnapshot; when one fails, those created by this call are deleted
-// again.
+// CreateSnapshot (with --data-dir, each cuts its volume's data like a
+// CreateSnapshot call); when one fails, those created by this call are
+// deleted again.
 func (g *groupServer) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.CreateVolumeGroupSnapshotResponse, error) {
 	name, vols := req.GetName(), req.GetSourceVolumeIds()
 	if name == "" {
@@ -132,13 +134,14 @@ func (g *groupServer) CreateVolumeGroupSnapshot(ctx context.Context, req *csi.Cr
 		if err == nil && g.in.groupOfSnapshot(resp.GetSnapshot().GetSnapshotId()) != "" {
 			err = status.Errorf(codes.AlreadyExists, "snapshot %q already belongs to another group snapshot", memberName(name, v))
 		}
+		if err == nil {
+			ids = append(ids, resp.GetSnapshot().GetSnapshotId())
+			err = g.cutMember(resp.GetSnapshot().GetSnapshotId(), v)
+		}
 		if err != nil {
-			for _, id := range ids {
-				_, _ = g.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id})
-			}
+			g.deleteMembers(ctx, ids)
 			return nil, status.Errorf(status.Code(err), "creating the member snapshot of volume %q: %s", v, status.Convert(err).Message())
 		}
-		ids = append(ids, resp.GetSnapshot().GetSnapshotId())
 	}
 	grp := g.in.addGroup(name, slices.Clone(vols), ids, maps.Clone(req.GetParameters()), timestamppb.New(created))
 	vgs, err := g.answer(ctx, grp)
@@ -190,10 +193,41 @@ func (g *groupServer) DeleteVolumeGroupSnapshot(ctx context.Context, req *csi.De
 		if _, err := g.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: sid}); err != nil {
 			return nil, status.Errorf(status.Code(err), "deleting member snapshot %q: %s", sid, status.Convert(err).Message())
 		}
+		if g.in.data != nil {
+			if err := g.in.data.remove(snapshotKind, sid); err != nil {
+				return nil, status.Errorf(status.Code(err), "deleting member snapshot %q: %s", sid, status.Convert(err).Message())
+			}
+		}
 		g.in.forgetMember(sid)
 	}
 	g.in.removeGroup(id)
 	return &csi.DeleteVolumeGroupSnapshotResponse{}, nil
+}
+
+// cutMember copies the volume's data to a new member snapshot
+// (--data-dir).
+func (g *groupServer) cutMember(snapshotID, volumeID string) error {
+	if g.in.data == nil {
+		return nil
+	}
+	return g.in.data.cutSnapshot(snapshotID, volumeID)
+}
+
+// deleteMembers deletes the members a failed CreateVolumeGroupSnapshot
+// created, with their data. Failures are logged only: the caller already
+// answers with the error that made it give up.
+func (g *groupServer) deleteMembers(ctx context.Context, ids []string) {
+	ctx = context.WithoutCancel(ctx) // the caller may have given up; the members must still go
+	for _, id := range ids {
+		if _, err := g.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id}); err != nil {
+			klog.ErrorS(err, "Deleting a member of a group snapshot that failed", "snapshotID", id)
+		}
+		if g.in.data != nil {
+			if err := g.in.data.remove(snapshotKind, id); err != nil {
+				klog.ErrorS(err, "Removing the data of a member of a group snapshot that failed", "snapshotID", id)
+			}
+		}
+	}
 }
 
 // answer builds the wire form of grp from the mock's current member

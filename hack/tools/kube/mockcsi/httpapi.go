@@ -130,6 +130,7 @@ func (in *injector) handler(ctrl csi.ControllerServer) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, GroupsResponse{Groups: list})
 	})
+	mux.HandleFunc("GET /data", in.serveData)
 	mux.HandleFunc("GET /volume-sizes", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, in.currentVolumeSizes())
 	})

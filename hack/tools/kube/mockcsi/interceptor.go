@@ -50,6 +50,12 @@ type injector struct {
 	// --volume-sizes): every answer about a snapshot of such a volume
 	// reports this size.
 	volumeSizes map[string]int64
+	// data keeps volumes and snapshots on disk (--data-dir, data.go); nil
+	// without. Set before serving.
+	data *dataStore
+	// nodeID replaces the node id of NodeGetInfo answers (--node-id) unless
+	// empty. Set before serving.
+	nodeID string
 }
 
 type ruleState struct {
@@ -320,7 +326,9 @@ func (in *injector) serve(ctx context.Context, req any, method string, handler g
 // private copy of its response: the mock returns pointers into its own cache
 // and the copy is what may be rewritten and marshalled after unlocking.
 // A DeleteSnapshot of a member of a live group is refused here, under the
-// slot, so that it cannot race with the group's own calls.
+// slot, so that it cannot race with the group's own calls. The data on
+// disk (--data-dir) follows the mock's answer under the slot too, so that
+// a copy and a delete of the same volume or snapshot never overlap.
 func (in *injector) callMock(ctx context.Context, req any, handler grpc.UnaryHandler) (any, error) {
 	if err := in.lockMock(ctx); err != nil {
 		return nil, err
@@ -329,12 +337,18 @@ func (in *injector) callMock(ctx context.Context, req any, handler grpc.UnaryHan
 	if err := in.refuseMemberDelete(req); err != nil {
 		return nil, err
 	}
+	if err := in.beforeMockCall(req); err != nil {
+		return nil, err
+	}
 	resp, err := handler(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if m, ok := resp.(proto.Message); ok {
 		resp = proto.Clone(m)
+	}
+	if err := in.afterMockCall(ctx, req, resp); err != nil {
+		return nil, err
 	}
 	in.learnNames(req, resp)
 	return resp, nil
@@ -355,8 +369,8 @@ func (in *injector) learnNames(req, resp any) {
 }
 
 // rewriteResponse applies NotReady, SizeBytes and NoCreationTime rules,
-// per-volume sizes, group ids of members and hidden capabilities to resp, a
-// private clone.
+// per-volume sizes, group ids of members, hidden capabilities and
+// --node-id to resp, a private clone.
 func (in *injector) rewriteResponse(method string, req, resp any) {
 	switch r := resp.(type) {
 	case *csi.CreateSnapshotResponse:
@@ -399,6 +413,12 @@ func (in *injector) rewriteResponse(method string, req, resp any) {
 	case *csi.ProbeResponse:
 		if in.notReady(method, "", true) {
 			r.Ready = wrapperspb.Bool(false)
+		}
+	case *csi.NodeGetInfoResponse:
+		// The mock says its driver name; the kubelet stores the id in
+		// CSINode, where it should name the node.
+		if in.nodeID != "" {
+			r.NodeId = in.nodeID
 		}
 	}
 }

@@ -26,6 +26,13 @@
 //
 // Everything the mock knows lives in memory: a restarted driver has lost
 // every snapshot and group snapshot created before.
+//
+// To run as a pod on a real kubelet (README.md, "Running as a pod"):
+// --data-dir keeps each volume's files in a directory that NodePublishVolume
+// bind-mounts into the pod, and that CreateSnapshot copies and a restoring
+// CreateVolume copies back (data.go); --plugin-registration-dir registers
+// the driver with the kubelet, as node-driver-registrar would
+// (registration.go).
 package main
 
 import (
@@ -71,13 +78,19 @@ type Options struct {
 	HideCaps     string
 	VolumeSizes  string
 	NoGroups     bool
+
+	DataDir                 string
+	NodeID                  string
+	DisableAttach           bool
+	KubeletRegistrationPath string
+	PluginRegistrationDir   string
 }
 
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket path to serve CSI on (a unix:// prefix is accepted). Required.")
 	fs.StringVar(&o.DriverName, "name", DefaultDriverName, "Driver name reported by GetPluginInfo.")
-	fs.StringVar(&o.HTTPAddress, "http-address", "", "host:port of the HTTP API (GET /calls, GET /calllog, GET|PUT /faults, GET /snapshots, GET /groups, GET|PUT|PATCH /volume-sizes); empty disables it. Port 0 picks a free port (see --ready-file).")
+	fs.StringVar(&o.HTTPAddress, "http-address", "", "host:port of the HTTP API (GET /calls, GET /calllog, GET|PUT /faults, GET /snapshots, GET /groups, GET|PUT|PATCH /volume-sizes, GET /data); empty disables it. Port 0 picks a free port (see --ready-file).")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "Once serving, write {\"csiAddress\",\"httpAddress\",\"pid\"} JSON to this file (atomically); removed at exit.")
 	fs.StringVar(&o.Faults, "faults", "", "Initial faults as inline JSON ({\"rules\":[...]}).")
 	fs.StringVar(&o.FaultsFile, "faults-file", "", "JSON faults file, re-read whenever its content changes; a removed file means no faults. Overrides --faults once it exists.")
@@ -92,6 +105,11 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.VolumeSizes, "volume-sizes", "", "Initial per-volume snapshot sizes, volume-id=bytes,... (e.g. vol-1=1073741824): every answer about a snapshot of such a volume reports this size; others fall back to --snapshot-size. See PUT /volume-sizes.")
 	fs.BoolVar(&o.NoGroups, "no-group-controller", false, "Do not serve the GroupController service at all (its calls answer Unimplemented), to play a driver without group snapshots.")
 	fs.DurationVar(&o.GracePeriod, "grace-period", 5*time.Second, "How long in-flight calls may finish at SIGTERM/SIGINT.")
+	fs.StringVar(&o.DataDir, "data-dir", "", "Keep volume and snapshot data in this directory (emptied at start-up): CreateSnapshot copies the volume, CreateVolume from a snapshot or volume copies it back, NodePublishVolume bind-mounts the volume (Linux, root). Empty: no data, the mock only records.")
+	fs.StringVar(&o.NodeID, "node-id", "", "Node id in NodeGetInfo answers (the kubelet stores it in CSINode). Empty: the mock's, the driver name.")
+	fs.BoolVar(&o.DisableAttach, "disable-attach", false, "Play a driver without ControllerPublishVolume (no PUBLISH_UNPUBLISH_VOLUME; NodeStage/NodePublishVolume need no publish context), for a CSIDriver with attachRequired: false.")
+	fs.StringVar(&o.KubeletRegistrationPath, "kubelet-registration-path", "", "With --plugin-registration-dir: the CSI socket path as the kubelet sees it (a host path), returned to the kubelet's plugin watcher.")
+	fs.StringVar(&o.PluginRegistrationDir, "plugin-registration-dir", "", "Register with the kubelet, without node-driver-registrar: serve the plugin registration API on DIR/<name>-reg.sock (DIR is the kubelet's plugins_registry directory); removed at exit.")
 }
 
 // Validate checks the options and returns the initial faults.
@@ -111,6 +129,9 @@ func (o *Options) Validate() (Faults, error) {
 	}
 	if o.PollInterval <= 0 {
 		return Faults{}, errors.New("--faults-poll-interval must be positive")
+	}
+	if err := o.validateNodeOptions(); err != nil {
+		return Faults{}, err
 	}
 	f, err := ParseFaults([]byte(o.Faults))
 	if err != nil {
@@ -132,6 +153,27 @@ func (o *Options) Validate() (Faults, error) {
 		f.Rules = append(f.Rules, Rule{Method: "*", SizeBytes: o.SizeBytes})
 	}
 	return f, f.Validate()
+}
+
+// validateNodeOptions checks the options of a driver that runs as a pod
+// on a real kubelet.
+func (o *Options) validateNodeOptions() error {
+	if (o.KubeletRegistrationPath == "") != (o.PluginRegistrationDir == "") {
+		return errors.New("--kubelet-registration-path and --plugin-registration-dir go together: the kubelet finds the driver in the one and dials the other")
+	}
+	if o.KubeletRegistrationPath != "" && !filepath.IsAbs(o.KubeletRegistrationPath) {
+		return fmt.Errorf("--kubelet-registration-path %q must be an absolute path", o.KubeletRegistrationPath)
+	}
+	if o.DataDir != "" {
+		// Absolute: the kernel resolves bind-mount sources from the
+		// driver's working directory otherwise.
+		abs, err := filepath.Abs(o.DataDir)
+		if err != nil {
+			return fmt.Errorf("--data-dir %q: %w", o.DataDir, err)
+		}
+		o.DataDir = abs
+	}
+	return nil
 }
 
 func main() {
@@ -156,14 +198,9 @@ func run(o *Options) error {
 	defer cancel()
 
 	stop := make(chan struct{})
-	in := newInjector(stop)
-	in.hidden, _ = parseCapabilities(o.HideCaps)    // validated
-	sizes, _ := parseVolumeSizesFlag(o.VolumeSizes) // validated
-	in.setVolumeSizes(sizes, true)
-	in.setFaults(faults, "flags")
-	svc := service.New(service.Config{DriverName: o.DriverName})
-	if err := in.recordBuiltins(ctx, svc); err != nil {
-		return fmt.Errorf("listing the mock's built-in snapshots: %w", err)
+	in, svc, err := newBackend(ctx, o, faults, stop)
+	if err != nil {
+		return err
 	}
 	if o.FaultsFile != "" {
 		w := &fileWatcher{path: o.FaultsFile, in: in}
@@ -187,24 +224,16 @@ func run(o *Options) error {
 	if !o.NoGroups {
 		csi.RegisterGroupControllerServer(srv, newGroupServer(in, svc))
 	}
-	serveErr := make(chan error, 2)
+	serveErr := make(chan error, 3)
 	go func() { serveErr <- srv.Serve(lis) }()
 
 	var httpSrv *http.Server
 	httpAddr := ""
 	if o.HTTPAddress != "" {
-		hl, err := net.Listen("tcp", o.HTTPAddress)
-		if err != nil {
+		if httpSrv, httpAddr, err = serveHTTP(o.HTTPAddress, in.handler(svc), serveErr); err != nil {
 			srv.Stop()
-			return fmt.Errorf("--http-address: %w", err)
+			return err
 		}
-		httpAddr = hl.Addr().String()
-		httpSrv = &http.Server{Handler: in.handler(svc), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := httpSrv.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
-				serveErr <- err
-			}
-		}()
 	}
 	if o.ReadyFile != "" {
 		if err := writeReadyFile(o.ReadyFile, o.CSIAddress, httpAddr); err != nil {
@@ -212,6 +241,14 @@ func run(o *Options) error {
 			return err
 		}
 		defer os.Remove(o.ReadyFile)
+	}
+	// Last: the kubelet dials the CSI socket as soon as it sees this one.
+	stopRegistration := func() {}
+	if o.PluginRegistrationDir != "" {
+		if stopRegistration, err = serveRegistration(o.PluginRegistrationDir, o.DriverName, o.KubeletRegistrationPath, serveErr); err != nil {
+			srv.Stop()
+			return err
+		}
 	}
 	klog.InfoS("Mock CSI driver serving", "driver", o.DriverName, "csiAddress", o.CSIAddress, "httpAddress", httpAddr)
 
@@ -222,6 +259,7 @@ func run(o *Options) error {
 		klog.ErrorS(err, "Serving failed")
 	}
 	close(stop) // release calls held by hang and latency faults
+	stopRegistration()
 	gracefulStop(srv, o.GracePeriod)
 	if httpSrv != nil {
 		sctx, scancel := context.WithTimeout(context.Background(), o.GracePeriod)
@@ -229,6 +267,45 @@ func run(o *Options) error {
 		_ = httpSrv.Shutdown(sctx)
 	}
 	return err
+}
+
+// serveHTTP serves the HTTP API on addr (port 0 picks one) and returns the
+// address it listens on; a failure while serving goes to serveErr.
+func serveHTTP(addr string, h http.Handler, serveErr chan<- error) (*http.Server, string, error) {
+	hl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--http-address: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+	}()
+	return srv, hl.Addr().String(), nil
+}
+
+// newBackend builds the mock service and the interceptor in front of it.
+func newBackend(ctx context.Context, o *Options, faults Faults, stop <-chan struct{}) (*injector, service.Service, error) {
+	in := newInjector(stop)
+	in.hidden, _ = parseCapabilities(o.HideCaps)    // validated
+	sizes, _ := parseVolumeSizesFlag(o.VolumeSizes) // validated
+	in.setVolumeSizes(sizes, true)
+	in.setFaults(faults, "flags")
+	in.nodeID = o.NodeID
+	svc := service.New(service.Config{DriverName: o.DriverName, DisableAttach: o.DisableAttach})
+	if err := in.recordBuiltins(ctx, svc); err != nil {
+		return nil, nil, fmt.Errorf("listing the mock's built-in snapshots: %w", err)
+	}
+	if o.DataDir != "" {
+		d, err := newDataStore(o.DataDir, svc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--data-dir: %w", err)
+		}
+		in.data = d
+		klog.InfoS("Keeping volume data on disk", "dataDir", o.DataDir)
+	}
+	return in, svc, nil
 }
 
 // listenUnix listens on path, replacing a stale socket left by a killed
