@@ -60,6 +60,12 @@ type ControlPlaneOptions struct {
 	// through a fault proxy, and two kube-apiservers on them
 	// (prodplane.go): the plane of the production-fault scenarios.
 	Production bool
+	// Node shapes kube-apiserver for a real node (node.go, StartNodeEnv):
+	// it serves on every address and advertises the host's, so that pods
+	// reach it through the kubernetes Service; pods get ServiceAccount
+	// tokens; the Node authorizer admits the kubelet; and it reaches the
+	// kubelet (logs, exec) with a client certificate the kubelet trusts.
+	Node bool
 }
 
 // StartControlPlane starts etcd and kube-apiserver in dir and waits until the
@@ -135,7 +141,14 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, o ControlPlaneOption
 	}
 	certDir := filepath.Join(cp.Dir, "apiserver-certs")
 	tokens := filepath.Join(cp.Dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(AdminToken+",admin,admin,system:masters\n"+seatTokens()), 0o600); err != nil {
+	users := AdminToken + ",admin,admin,system:masters\n" + seatTokens()
+	if o.Node {
+		users += nodeToken + ",system:node:" + NodeName + ",kubelet,system:nodes\n"
+		if err := writeKubeletPKI(cp.Dir); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(tokens, []byte(users), 0o600); err != nil {
 		return err
 	}
 	saKey := filepath.Join(cp.Dir, "sa.key")
@@ -197,6 +210,9 @@ func (cp *ControlPlane) apiServerArgs(o ControlPlaneOptions, etcdURL string, por
 	}
 	if !o.InflightDefaults {
 		args = append(args, "--max-requests-inflight=1000", "--max-mutating-requests-inflight=500")
+	}
+	if o.Node {
+		args = nodeAPIServerArgs(args, cp.Dir)
 	}
 	if o.Production {
 		args = append(args, cp.auditArgs(len(cp.servers))...)

@@ -4,7 +4,8 @@
 // assembles the OCI image layout from the release binaries without a
 // container daemon, writes the image SBOMs from the binaries' SBOMs,
 // renders docs/licenses.md, makes the packaged chart reproducible, and
-// packs snapctl as the kubectl plugin with its krew manifest.
+// packs snapctl as the kubectl plugin with its krew manifest; `pack`
+// writes the single-platform image tarballs the node plane imports.
 // Every output depends only on its inputs and on the commit time passed
 // in, so a second run from the same commit gives the same bytes.
 package main
@@ -18,6 +19,7 @@ const usage = `usage: snapkeeper-release image -bin DIR -out DIR -version V -rev
        snapkeeper-release image-sbom -layout DIR -sbom DIR -out DIR -version V
        snapkeeper-release licenses -out FILE SBOM...
        snapkeeper-release normalize-tgz -epoch SECONDS FILE
+       snapkeeper-release pack -name REF -out TAR (-layout DIR | -file SRC:DST...) [-entrypoint PATH] [-user U]
        snapkeeper-release krew -bin DIR -out DIR -manifest FILE -license FILE -version V -uri-base URL -epoch SECONDS [-platforms LIST]`
 
 func main() {
@@ -37,6 +39,8 @@ func main() {
 		err = runNormalizeTgz(os.Args[2:])
 	case "krew":
 		err = runKrew(os.Args[2:])
+	case "pack":
+		err = runPack(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// packOptions describe one single-platform image for the node plane's
+// containerd (test/framework/node.go): no registry there, so every image a
+// pod runs is imported from a tarball (`ctr images import`).
+type packOptions struct {
+	ref, out, layoutDir, entrypoint, user string
+	files                                 []string // SRC:DST
+}
+
+// runPack writes a docker-archive tarball holding either the host
+// platform's image of an OCI layout (`make image`'s output: what users
+// pull, retagged as ref) or a new image of the given files (test images:
+// the pause binary, the mock CSI driver, csi-provisioner) on the release
+// image's base layer (users, CA certificates, /tmp).
+func runPack(args []string) error {
+	fs := flag.NewFlagSet("pack", flag.ContinueOnError)
+	var o packOptions
+	fs.StringVar(&o.ref, "name", "", "Image reference the tarball carries (e.g. snapkeeper.local/pause:1). Required.")
+	fs.StringVar(&o.out, "out", "", "Tarball to write. Required.")
+	fs.StringVar(&o.layoutDir, "layout", "", "OCI layout to take the host platform's image from, instead of -file.")
+	fs.StringVar(&o.entrypoint, "entrypoint", "", "Entrypoint of a new image (default: the first -file's destination).")
+	fs.StringVar(&o.user, "user", "0:0", "User of a new image.")
+	fs.Func("file", "SRC:DST, a file of the new image (repeatable); DST is an absolute path, mode 0755.", func(s string) error {
+		o.files = append(o.files, s)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.ref == "" || o.out == "" || (o.layoutDir == "") == (len(o.files) == 0) {
+		return fmt.Errorf("pack: -name, -out and either -layout or -file are required")
+	}
+	ref, err := name.ParseReference(o.ref)
+	if err != nil {
+		return fmt.Errorf("pack: -name: %w", err)
+	}
+	tag, ok := ref.(name.Tag)
+	if !ok {
+		return fmt.Errorf("pack: -name %s is not a tag", o.ref)
+	}
+	img, err := packImage(o)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", o.ref, err)
+	}
+	tmp := o.out + ".tmp"
+	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		return fmt.Errorf("pack %s: %w", o.ref, err)
+	}
+	return os.Rename(tmp, o.out)
+}
+
+func packImage(o packOptions) (v1.Image, error) {
+	if o.layoutDir != "" {
+		return layoutImage(o.layoutDir)
+	}
+	es := []entry{}
+	dirs := map[string]bool{}
+	entrypoint := o.entrypoint
+	for _, f := range o.files {
+		src, dst, ok := strings.Cut(f, ":")
+		if !ok || !path.IsAbs(dst) {
+			return nil, fmt.Errorf("-file %q is not SRC:/DST", f)
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, err
+		}
+		for d := path.Dir(dst); d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			es = append(es, entry{path: strings.TrimPrefix(d, "/") + "/", mode: 0o755})
+		}
+		es = append(es, entry{path: strings.TrimPrefix(dst, "/"), mode: 0o755, data: data})
+		if entrypoint == "" {
+			entrypoint = dst
+		}
+	}
+	created := time.Unix(0, 0).UTC()
+	base, err := baseEntries("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		return nil, err
+	}
+	baseLayer, err := newLayer(base, created)
+	if err != nil {
+		return nil, err
+	}
+	fileLayer, err := newLayer(es, created)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, baseLayer, fileLayer)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.Config.Entrypoint = []string{entrypoint}
+	cfg.Config.User = o.user
+	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	return mutate.ConfigFile(img, cfg)
+}
+
+// layoutImage is the linux/GOARCH image of the first index in an OCI
+// layout.
+func layoutImage(dir string) (v1.Image, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := p.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	im, err := root.IndexManifest()
+	if err != nil || len(im.Manifests) == 0 {
+		return nil, fmt.Errorf("%s: no index (%v)", dir, err)
+	}
+	idx, err := root.ImageIndex(im.Manifests[0].Digest)
+	if err != nil {
+		return nil, err
+	}
+	platforms, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range platforms.Manifests {
+		if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH {
+			return idx.Image(m.Digest)
+		}
+	}
+	return nil, fmt.Errorf("%s: no linux/%s image", dir, runtime.GOARCH)
+}
