@@ -19,7 +19,7 @@ FAULTS_TIMEOUT ?= 150m
 BENCH_N      ?= 500
 
 PROM_TOOLS := $(BIN)/promtool $(BIN)/promql-series
-KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/etcd
+KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy $(BIN)/etcd
 TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix $(PROM_TOOLS)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
@@ -38,11 +38,15 @@ build:
 
 tools: $(TOOLS)
 
-# One `go build` for the four so the shared k8s packages compile once. The
-# controller-manager serves the cluster-like plane (test/framework's
-# ControlPlaneOptions.Cluster, `make run`).
+# One `go build` for the Kubernetes binaries and etcd so the shared k8s
+# packages compile once. The controller-manager serves the cluster-like
+# plane (test/framework's ControlPlaneOptions.Cluster, `make run`); kubelet,
+# kube-scheduler and kube-proxy the node plane (`make test-node`; about a
+# minute of compiling more). KUBE_LDFLAGS set the version they report (a
+# module build has no git).
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
 $(KUBE_TOOLS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/etcd/main.go
-	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl ./etcd
+	cd hack/tools/kube && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy ./etcd
 	touch $(KUBE_TOOLS)
 
 # The oldest supported Kubernetes (docs/kubernetes-versions.md): only its
@@ -233,30 +237,45 @@ include release.mk
 
 # After release.mk: the node images use its tool and image.
 # A real node beside the control plane (test/framework/node.go): kubelet,
-# kube-scheduler and kube-proxy from the kube tools' module and build cache
-# (a `go build` of their own so that `make test`, which runs no node, does
-# not link them), the pause binary, and the images pods run, imported into
+# kube-scheduler and kube-proxy are kube tools; e2e.test (Kubernetes' e2e
+# suite with its external storage tests, hack/tools/kube/e2estorage) comes
+# from the same module and cache. The images pods run are imported into
 # containerd without a registry: ours from `make image`, the mock CSI
-# driver, csi-provisioner. Binaries in images are static (CGO_ENABLED=0).
-NODE_TOOLS  := $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy
+# driver, csi-provisioner, the community pair, and the busybox and pause
+# images the e2e suite names (our busybox: hack/tools/kube/busybox).
+# Binaries in images are static (CGO_ENABLED=0).
 NODE_IMAGES := $(BIN)/node-images
-node-tools: $(NODE_TOOLS)
-$(NODE_TOOLS) &: hack/tools/kube/go.mod hack/tools/kube/go.sum
-	cd hack/tools/kube && $(GO) build -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" -o $(ABS_BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
+NODE_STATIC := $(NODE_IMAGES)/static
+node-tools: $(KUBE_TOOLS) $(BIN)/e2e.test
+$(BIN)/e2e.test: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/e2estorage/*.go)
+	cd hack/tools/kube && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(ABS_BIN)/e2e.test ./e2estorage
 
-node-images: $(NODE_IMAGES)/pause.tar $(NODE_IMAGES)/podtool.tar $(NODE_IMAGES)/snapkeeper.tar $(NODE_IMAGES)/mock-csi-driver.tar $(NODE_IMAGES)/csi-provisioner.tar
-$(NODE_IMAGES)/static/pause $(NODE_IMAGES)/static/podtool $(NODE_IMAGES)/static/mock-csi-driver &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go $(wildcard hack/tools/kube/mockcsi/*.go)
-	cd hack/tools/kube && CGO_ENABLED=0 $(GO) build -o $(ABS_BIN)/node-images/static/ ./pause ./podtool ./mockcsi && mv $(ABS_BIN)/node-images/static/mockcsi $(ABS_BIN)/node-images/static/mock-csi-driver
-$(NODE_IMAGES)/static/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
-	cd hack/tools/provisioner && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v6.4.0" -o $@ github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
-$(NODE_IMAGES)/pause.tar: $(NODE_IMAGES)/static/pause $(RELEASE_TOOL)
+node-images: $(addprefix $(NODE_IMAGES)/,pause.tar podtool.tar snapkeeper.tar mock-csi-driver.tar csi-provisioner.tar snapshot-controller.tar csi-snapshotter.tar e2e-busybox.tar e2e-pause.tar)
+$(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/mock-csi-driver $(NODE_STATIC)/busybox &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go hack/tools/kube/busybox/main.go $(wildcard hack/tools/kube/mockcsi/*.go)
+	cd hack/tools/kube && CGO_ENABLED=0 $(GO) build -o $(ABS_BIN)/node-images/static/ ./pause ./podtool ./mockcsi ./busybox && mv $(ABS_BIN)/node-images/static/mockcsi $(ABS_BIN)/node-images/static/mock-csi-driver
+$(NODE_STATIC)/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
+	cd hack/tools/provisioner && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v6.4.0" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
+$(NODE_STATIC)/snapshot-controller $(NODE_STATIC)/csi-snapshotter &: hack/tools/peers/go.mod hack/tools/peers/go.sum
+	cd hack/tools/peers && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v8.6.0" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
+$(NODE_IMAGES)/pause.tar: $(NODE_STATIC)/pause $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/pause:1 -file $<:/pause -out $@
-$(NODE_IMAGES)/podtool.tar: $(NODE_IMAGES)/static/podtool $(RELEASE_TOOL)
+$(NODE_IMAGES)/podtool.tar: $(NODE_STATIC)/podtool $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/podtool:1 -file $<:/podtool -user 65532:65532 -out $@
-$(NODE_IMAGES)/mock-csi-driver.tar: $(NODE_IMAGES)/static/mock-csi-driver $(RELEASE_TOOL)
+$(NODE_IMAGES)/mock-csi-driver.tar: $(NODE_STATIC)/mock-csi-driver $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/mock-csi-driver:1 -file $<:/usr/local/bin/mock-csi-driver -out $@
-$(NODE_IMAGES)/csi-provisioner.tar: $(NODE_IMAGES)/static/csi-provisioner $(RELEASE_TOOL)
+$(NODE_IMAGES)/csi-provisioner.tar: $(NODE_STATIC)/csi-provisioner $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-provisioner:v6.4.0 -file $<:/csi-provisioner -out $@
+$(NODE_IMAGES)/snapshot-controller.tar: $(NODE_STATIC)/snapshot-controller $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name snapkeeper.local/snapshot-controller:v8.6.0 -file $<:/snapshot-controller -out $@
+$(NODE_IMAGES)/csi-snapshotter.tar: $(NODE_STATIC)/csi-snapshotter $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-snapshotter:v8.6.0 -file $<:/csi-snapshotter -out $@
+# The e2e suite's images under the names it asks for (e2e.test
+# -storage-images), already present so that nothing is pulled.
+$(NODE_IMAGES)/e2e-busybox.tar: $(NODE_STATIC)/busybox $(BIN)/e2e.test $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name $$($(BIN)/e2e.test -storage-images | awk '$$1 == "busybox" {print $$2}') -file $<:/bin/busybox \
+		$$(for a in $$($< --list); do printf -- '-link /bin/%s:busybox ' "$$a"; done) -entrypoint /bin/sh -out $@
+$(NODE_IMAGES)/e2e-pause.tar: $(NODE_STATIC)/pause $(BIN)/e2e.test $(RELEASE_TOOL)
+	$(RELEASE_TOOL) pack -name $$($(BIN)/e2e.test -storage-images | awk '$$1 == "pause" {print $$2}') -file $<:/pause -out $@
 # Our image as users pull it (`make image`), its host platform retagged
 # ghcr.io/snapkeeper/snapkeeper:<version>; snapkeeper.ref holds the tag.
 $(NODE_IMAGES)/snapkeeper.tar: image

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,7 @@ type Node struct {
 	sock       string
 	env        *Env
 	procs      []*Process // containerd, kube-scheduler, kubelet, kube-proxy
+	shared     map[string]bool
 	before     hostState
 }
 
@@ -165,6 +167,32 @@ func (n *Node) ImportImage(ctx context.Context, file string) error {
 		return fmt.Errorf("ctr images import %s: %v: %s", tar, err, out)
 	}
 	return nil
+}
+
+// SharedDir creates a directory on the host, under the node's own, that
+// pods may mount with Bidirectional propagation (a CSI driver's data):
+// the host's "/" is a private mount here, so the directory is bound onto
+// itself and made shared, as the kubelet does with its root directory.
+// Stop unmounts it.
+func (n *Node) SharedDir(name string) (string, error) {
+	dir := filepath.Join(n.dir, name)
+	if n.shared[dir] {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		return "", fmt.Errorf("bind %s: %w", dir, err)
+	}
+	if err := syscall.Mount("", dir, "", syscall.MS_SHARED, ""); err != nil {
+		return "", fmt.Errorf("make %s shared: %w", dir, err)
+	}
+	if n.shared == nil {
+		n.shared = map[string]bool{}
+	}
+	n.shared[dir] = true
+	return dir, nil
 }
 
 func (n *Node) startContainerd(ctx context.Context) error {
@@ -337,6 +365,9 @@ func nodeAPIServerArgs(args []string, dir string) []string {
 		"--advertise-address="+hostIP(),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
+		// The node's name (--hostname-override) is in no DNS: logs, exec
+		// and port-forward reach the kubelet at its address.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--kubelet-client-certificate="+filepath.Join(pki, "apiserver-kubelet-client.crt"),
 		"--kubelet-client-key="+filepath.Join(pki, "apiserver-kubelet-client.key"),
 	)

@@ -129,21 +129,29 @@ func tlsSecret(t *testing.T, name, host string) string {
 	return base64.StdEncoding.EncodeToString(ca.CertPEM)
 }
 
-// podsReady checks that every pod of the release runs on the node, Ready
-// by a readiness probe of each container, never restarted.
+// podsReady waits until every pod of the release runs on the node, Ready
+// by a readiness probe of each container (helm's --wait is content with
+// one replica of two), and checks that none restarted.
 func podsReady(t *testing.T) {
 	t.Helper()
-	pods, err := env.Kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+	var pods *corev1.PodList
+	err := framework.Poll(2*time.Minute, "every pod of the release Ready", func() (bool, error) {
+		var err error
+		pods, err = env.Kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != framework.NodeName || !ready(&p) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) == 0 {
-		t.Fatal("no pod of the release")
+		t.Fatalf("%v\n%s", err, podReport(t))
 	}
 	for _, p := range pods.Items {
-		if p.Spec.NodeName != framework.NodeName || !ready(&p) {
-			t.Errorf("pod %s on %q, phase %s, not Ready\n%s", p.Name, p.Spec.NodeName, p.Status.Phase, podReport(t))
-		}
 		for _, c := range p.Spec.Containers {
 			if c.ReadinessProbe == nil {
 				t.Errorf("pod %s container %s has no readiness probe", p.Name, c.Name)
@@ -168,7 +176,7 @@ func ready(p *corev1.Pod) bool {
 }
 
 // leaderElected waits until the binder's Lease names one of the release's
-// pods.
+// running pods.
 func leaderElected(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	var lease *coordinationv1.Lease
@@ -179,7 +187,21 @@ func leaderElected(t *testing.T, timeout time.Duration) {
 			return false, err
 		}
 		h := lease.Spec.HolderIdentity
-		return h != nil && strings.HasPrefix(*h, release+"-controller-"), nil
+		if h == nil {
+			return false, nil
+		}
+		// A running pod of this install: a Lease left by an uninstalled
+		// release's pod does not count.
+		pods, err := env.Kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && strings.HasPrefix(*h, p.Name+"_") {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +217,15 @@ func invalidExamplesRejected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	root := framework.RepoRoot()
-	if _, stderr, err := env.Kubectl(ctx, nil, "apply", "-f", filepath.Join(root, "examples", "00-class.yaml")); err != nil {
+	// Ready pods are not yet reachable through the Service until kube-proxy
+	// has their endpoints: the first call may be refused for a moment.
+	var stderr string
+	var err error
+	_ = framework.Poll(30*time.Second, "examples/00-class.yaml applied", func() (bool, error) {
+		_, stderr, err = env.Kubectl(ctx, nil, "apply", "-f", filepath.Join(root, "examples", "00-class.yaml"))
+		return err == nil || !strings.Contains(stderr, "connection refused"), nil
+	})
+	if err != nil {
 		t.Fatalf("kubectl apply examples/00-class.yaml: %v\n%s", err, stderr)
 	}
 	t.Cleanup(func() {
@@ -206,7 +236,7 @@ func invalidExamplesRejected(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples in %s: %v", dir, err)
 	}
-	_, stderr, err := env.Kubectl(ctx, nil, "apply", "-f", dir)
+	_, stderr, err = env.Kubectl(ctx, nil, "apply", "-f", dir)
 	if err == nil {
 		t.Fatalf("kubectl apply -f examples/invalid/ succeeded")
 	}

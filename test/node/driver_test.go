@@ -167,8 +167,12 @@ spec:
           volumeMounts:
             - {name: socket-dir, mountPath: /csi}
         - name: csi-snapshotter
-          image: ghcr.io/snapkeeper/snapkeeper:{{.Tag}}
-          args: ["--v=5", "--csi-address=$(ADDRESS)", "--leader-election", "--extra-create-metadata"]
+          image: {{.Snapshotter.Image}}
+          imagePullPolicy: IfNotPresent
+          args:
+          {{- range .Snapshotter.Args}}
+            - {{printf "%q" .}}
+          {{- end}}
           env:
             - {name: ADDRESS, value: /csi/csi.sock}
           volumeMounts:
@@ -199,9 +203,10 @@ driver: {{.Driver}}
 deletionPolicy: Delete
 `))
 
-// deployDriver imports the driver's images and applies driverManifests; it
-// returns the host directory holding the driver's data.
-func deployDriver(t *testing.T, tag string) string {
+// deployDriver imports the driver's images and applies driverManifests
+// with sidecar in the snapshotter's place; it returns the host directory
+// holding the driver's data.
+func deployDriver(t *testing.T, sidecar snapshotter) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -210,10 +215,13 @@ func deployDriver(t *testing.T, tag string) string {
 			t.Fatal(err)
 		}
 	}
-	dataDir := filepath.Join(env.Dir, "csi-data")
+	dataDir, err := node.SharedDir("csi-data")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	if err := driverManifests.Execute(&buf, map[string]string{
-		"Driver": driverName, "Node": framework.NodeName, "KubeletDir": node.KubeletDir, "DataDir": dataDir, "Tag": tag,
+	if err := driverManifests.Execute(&buf, map[string]any{
+		"Driver": driverName, "Node": framework.NodeName, "KubeletDir": node.KubeletDir, "DataDir": dataDir, "Snapshotter": sidecar,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +234,7 @@ func deployDriver(t *testing.T, tag string) string {
 		_, _, _ = env.Kubectl(ctx, nil, "delete", "daemonset", "csi-driver", "-n", "csi-driver", "--wait")
 	})
 	// Registered with the kubelet: the CSINode lists the driver.
-	err := framework.Poll(2*time.Minute, "driver registered on the node", func() (bool, error) {
+	err = framework.Poll(2*time.Minute, "driver registered on the node", func() (bool, error) {
 		n, err := env.Kube.StorageV1().CSINodes().Get(ctx, framework.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
@@ -252,14 +260,8 @@ func deployDriver(t *testing.T, tag string) string {
 // snapshot and both volumes.
 func TestSnapshotThroughPods(t *testing.T) {
 	tag := ourImage(t)
-	h := framework.NewHelm(t, env.Kubeconfig)
-	restrictedNamespace(t)
-	if out, err := h.Run(context.Background(), "install", release, framework.ChartDir(), "--namespace", namespace,
-		"--set", "image.tag="+tag, "--wait", "--timeout", "5m"); err != nil {
-		t.Fatalf("helm install: %v\n%s\n%s", err, out, podReport(t))
-	}
-	t.Cleanup(func() { _, _ = h.Run(context.Background(), "uninstall", release, "--namespace", namespace, "--wait") })
-	dataDir := deployDriver(t, tag)
+	installChart(t, tag)
+	dataDir := deployDriver(t, ourSnapshotter(tag))
 
 	ns := env.Namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

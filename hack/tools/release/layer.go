@@ -22,6 +22,7 @@ type entry struct {
 	mode int64
 	uid  int
 	data []byte
+	link string // a symbolic link's target
 }
 
 // passwd and group name the two users the image supports: root, its
@@ -76,9 +77,12 @@ func tarBytes(es []entry, mtime time.Time) ([]byte, error) {
 			Name: e.path, Mode: e.mode, Uid: e.uid, Gid: e.uid,
 			ModTime: mtime, Format: tar.FormatPAX,
 		}
-		if strings.HasSuffix(e.path, "/") {
+		switch {
+		case strings.HasSuffix(e.path, "/"):
 			h.Typeflag = tar.TypeDir
-		} else {
+		case e.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		default:
 			h.Typeflag = tar.TypeReg
 			h.Size = int64(len(e.data))
 		}

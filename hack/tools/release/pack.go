@@ -23,6 +23,7 @@ import (
 type packOptions struct {
 	ref, out, layoutDir, entrypoint, user string
 	files                                 []string // SRC:DST
+	links                                 []string // DST:TARGET
 }
 
 // runPack writes a docker-archive tarball holding either the host
@@ -40,6 +41,10 @@ func runPack(args []string) error {
 	fs.StringVar(&o.user, "user", "0:0", "User of a new image.")
 	fs.Func("file", "SRC:DST, a file of the new image (repeatable); DST is an absolute path, mode 0755.", func(s string) error {
 		o.files = append(o.files, s)
+		return nil
+	})
+	fs.Func("link", "DST:TARGET, a symbolic link of the new image (repeatable), e.g. /bin/sh:busybox.", func(s string) error {
+		o.links = append(o.links, s)
 		return nil
 	})
 	if err := fs.Parse(args); err != nil {
@@ -91,6 +96,17 @@ func packImage(o packOptions) (v1.Image, error) {
 		if entrypoint == "" {
 			entrypoint = dst
 		}
+	}
+	for _, l := range o.links {
+		dst, target, ok := strings.Cut(l, ":")
+		if !ok || !path.IsAbs(dst) || target == "" {
+			return nil, fmt.Errorf("-link %q is not /DST:TARGET", l)
+		}
+		for d := path.Dir(dst); d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			es = append(es, entry{path: strings.TrimPrefix(d, "/") + "/", mode: 0o755})
+		}
+		es = append(es, entry{path: strings.TrimPrefix(dst, "/"), mode: 0o777, link: target})
 	}
 	created := time.Unix(0, 0).UTC()
 	base, err := baseEntries("/etc/ssl/certs/ca-certificates.crt")
