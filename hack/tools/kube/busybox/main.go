@@ -42,8 +42,8 @@ func init() {
 		"sh": shell, "cat": cat, "echo": echo, "sleep": sleep, "sync": syncFS,
 		"ls": ls, "mkdir": mkdir, "rm": rm, "touch": touch, "grep": grep,
 		"head": head, "wc": wc, "md5sum": sum(md5.New), "sha256sum": sum(sha256.New),
-		"true": func([]string, io.Reader, io.Writer, io.Writer) int { return 0 },
-		"false": func([]string, io.Reader, io.Writer, io.Writer) int { return 1 },
+		"true":     func([]string, io.Reader, io.Writer, io.Writer) int { return 0 },
+		"false":    func([]string, io.Reader, io.Writer, io.Writer) int { return 1 },
 		"hostname": hostname, "id": id, "mount": mount, "env": env, "stat": stat,
 		"dd": dd, "cp": cp, "test": testApplet("test"), "[": testApplet("["),
 	}
