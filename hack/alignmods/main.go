@@ -42,7 +42,7 @@ var modules = []struct {
 	list []string
 }{
 	{".", []string{"-test", "./..."}},
-	{"hack/tools/kube", []string{"-test", "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kubectl", "./etcd", "./mockcsi/..."}},
+	{"hack/tools/kube", []string{"-test", "k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kubectl", "k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kube-proxy", "./etcd", "./mockcsi/..."}},
 	{"hack/tools/peers", []string{"github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller", "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter"}},
 	{"hack/tools/provisioner", []string{"github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"}},
 	{"hack/tools/promtool", []string{"-tags", "remove_all_sd", "github.com/prometheus/prometheus/cmd/promtool", "./promql-series"}},

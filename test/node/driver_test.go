@@ -149,6 +149,7 @@ spec:
             - --data-dir={{.DataDir}}
             - --node-id={{.Node}}
             - --disable-attach
+            - --allow-member-delete
             - --kubelet-registration-path={{.KubeletDir}}/plugins/{{.Driver}}/csi.sock
             - --plugin-registration-dir=/registration
             - -v=4

@@ -267,6 +267,28 @@ func TestGroupDeleteAndMemberProtection(t *testing.T) {
 	}
 }
 
+// With --allow-member-delete a member goes on its own, as the hostpath
+// driver lets it, and the group's delete still succeeds.
+func TestGroupMemberDeleteAllowed(t *testing.T) {
+	h := newHarness(t)
+	h.in.memberDelete = true
+	ctx := context.Background()
+	g := h.mustCreateGroup(ctx, t, "grp-loose", "vol-a", "vol-b")
+	gid, ids := g.GetGroupSnapshotId(), memberIDs(g)
+	if err := h.delete(ctx, ids[0]); err != nil {
+		t.Fatalf("DeleteSnapshot of a member: %v, want OK", err)
+	}
+	if listed := h.listed(t); listed[ids[0]] != nil || listed[ids[1]] == nil {
+		t.Errorf("after the member's delete ListSnapshots = %v; want %s gone, %s kept", listed, ids[0], ids[1])
+	}
+	if err := h.deleteGroup(ctx, gid, ids[1], ids[0]); err != nil {
+		t.Fatalf("DeleteVolumeGroupSnapshot after a member went: %v", err)
+	}
+	if listed := h.listed(t); listed[ids[1]] != nil {
+		t.Errorf("after the group's delete ListSnapshots = %v; want %s gone", listed, ids[1])
+	}
+}
+
 func TestGroupFaults(t *testing.T) {
 	h := newHarness(t,
 		Rule{Method: "CreateVolumeGroupSnapshot", Match: "bad-*", Code: "Unavailable", Times: 1},

@@ -56,6 +56,9 @@ type injector struct {
 	// nodeID replaces the node id of NodeGetInfo answers (--node-id) unless
 	// empty. Set before serving.
 	nodeID string
+	// memberDelete lets DeleteSnapshot delete a member of a live group
+	// (--allow-member-delete). Set before serving.
+	memberDelete bool
 }
 
 type ruleState struct {

@@ -78,6 +78,8 @@ type Options struct {
 	HideCaps     string
 	VolumeSizes  string
 	NoGroups     bool
+	// AllowMemberDelete lets DeleteSnapshot delete a member of a group.
+	AllowMemberDelete bool
 
 	DataDir                 string
 	NodeID                  string
@@ -103,6 +105,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.NoCreation, "no-creation-time", false, "Shorthand: CreateSnapshot and ListSnapshots answers carry no creation time and no size (unless --snapshot-size).")
 	fs.StringVar(&o.HideCaps, "hide-capabilities", "", "Comma-separated controller or group controller capabilities to remove from ControllerGetCapabilities / GroupControllerGetCapabilities (e.g. CREATE_DELETE_SNAPSHOT,LIST_SNAPSHOTS,CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT), to play a driver without them.")
 	fs.StringVar(&o.VolumeSizes, "volume-sizes", "", "Initial per-volume snapshot sizes, volume-id=bytes,... (e.g. vol-1=1073741824): every answer about a snapshot of such a volume reports this size; others fall back to --snapshot-size. See PUT /volume-sizes.")
+	fs.BoolVar(&o.AllowMemberDelete, "allow-member-delete", false, "Let DeleteSnapshot delete a member of a live group snapshot (as the CSI hostpath driver does) instead of failing with FailedPrecondition.")
 	fs.BoolVar(&o.NoGroups, "no-group-controller", false, "Do not serve the GroupController service at all (its calls answer Unimplemented), to play a driver without group snapshots.")
 	fs.DurationVar(&o.GracePeriod, "grace-period", 5*time.Second, "How long in-flight calls may finish at SIGTERM/SIGINT.")
 	fs.StringVar(&o.DataDir, "data-dir", "", "Keep volume and snapshot data in this directory (emptied at start-up): CreateSnapshot copies the volume, CreateVolume from a snapshot or volume copies it back, NodePublishVolume bind-mounts the volume (Linux, root). Empty: no data, the mock only records.")
@@ -293,6 +296,7 @@ func newBackend(ctx context.Context, o *Options, faults Faults, stop <-chan stru
 	in.setVolumeSizes(sizes, true)
 	in.setFaults(faults, "flags")
 	in.nodeID = o.NodeID
+	in.memberDelete = o.AllowMemberDelete
 	svc := service.New(service.Config{DriverName: o.DriverName, DisableAttach: o.DisableAttach})
 	if err := in.recordBuiltins(ctx, svc); err != nil {
 		return nil, nil, fmt.Errorf("listing the mock's built-in snapshots: %w", err)
