@@ -275,6 +275,24 @@ func (n *Node) run(name, bin string, args ...string) error {
 	return err
 }
 
+// RestartKubelet stops the kubelet (SIGTERM, as a service manager
+// restarts it), starts it again with the same configuration and waits
+// until the Node is Ready; running containers are left to containerd.
+func (n *Node) RestartKubelet(ctx context.Context) error {
+	for i, p := range n.procs {
+		if p.Name != "kubelet" {
+			continue
+		}
+		p.Stop(30 * time.Second)
+		n.procs = append(n.procs[:i], n.procs[i+1:]...)
+		if err := n.startKubelet(); err != nil {
+			return err
+		}
+		return n.waitReady(ctx, 2*time.Minute)
+	}
+	return errors.New("no kubelet running")
+}
+
 // waitReady waits until the Node reports Ready.
 func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 	return n.poll(ctx, timeout, "node "+NodeName+" Ready", func() error {
