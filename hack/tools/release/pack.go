@@ -78,6 +78,13 @@ func packImage(o packOptions) (v1.Image, error) {
 	}
 	es := []entry{}
 	dirs := map[string]bool{}
+	// parents adds the directories above dst that no entry added yet.
+	parents := func(dst string) {
+		for d := path.Dir(dst); d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			es = append(es, entry{path: strings.TrimPrefix(d, "/") + "/", mode: 0o755})
+		}
+	}
 	entrypoint := o.entrypoint
 	for _, f := range o.files {
 		src, dst, ok := strings.Cut(f, ":")
@@ -88,10 +95,7 @@ func packImage(o packOptions) (v1.Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		for d := path.Dir(dst); d != "/" && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
-			es = append(es, entry{path: strings.TrimPrefix(d, "/") + "/", mode: 0o755})
-		}
+		parents(dst)
 		es = append(es, entry{path: strings.TrimPrefix(dst, "/"), mode: 0o755, data: data})
 		if entrypoint == "" {
 			entrypoint = dst
@@ -102,10 +106,7 @@ func packImage(o packOptions) (v1.Image, error) {
 		if !ok || !path.IsAbs(dst) || target == "" {
 			return nil, fmt.Errorf("-link %q is not /DST:TARGET", l)
 		}
-		for d := path.Dir(dst); d != "/" && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
-			es = append(es, entry{path: strings.TrimPrefix(d, "/") + "/", mode: 0o755})
-		}
+		parents(dst)
 		es = append(es, entry{path: strings.TrimPrefix(dst, "/"), mode: 0o777, link: target})
 	}
 	created := time.Unix(0, 0).UTC()
