@@ -246,9 +246,14 @@ include release.mk
 # Binaries in images are static (CGO_ENABLED=0).
 NODE_IMAGES := $(BIN)/node-images
 NODE_STATIC := $(NODE_IMAGES)/static
-node-tools: $(KUBE_TOOLS) $(BIN)/e2e.test
+node-tools: $(KUBE_TOOLS) $(BIN)/e2e.test $(BIN)/cert-manager
 $(BIN)/e2e.test: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/tools/kube/e2estorage/*.go)
 	cd hack/tools/kube && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(ABS_BIN)/e2e.test ./e2estorage
+
+# cert-manager's own controllers and CA injector, wired by a small main of
+# ours (its command modules are not served here), for the certManager mode.
+$(BIN)/cert-manager: hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum hack/tools/certmanager/cert-manager/main.go
+	cd hack/tools/certmanager && $(GO) build -o $(ABS_BIN)/cert-manager ./cert-manager
 
 node-images: $(addprefix $(NODE_IMAGES)/,pause.tar podtool.tar snapkeeper.tar mock-csi-driver.tar csi-provisioner.tar snapshot-controller.tar csi-snapshotter.tar e2e-busybox.tar e2e-pause.tar)
 $(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/mock-csi-driver $(NODE_STATIC)/busybox &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go hack/tools/kube/busybox/main.go $(wildcard hack/tools/kube/mockcsi/*.go)

@@ -51,19 +51,27 @@ func ourImage(t *testing.T) string {
 }
 
 // TestChartOnNode installs the chart as docs/quickstart.md says, with the
-// image's tag as the only value, in each certificate mode that runs
-// without cert-manager: auto (cert-manager is not installed, so
-// selfManaged) and a Secret the user brings. Each install must bring every
-// pod to Ready by its own probes under Pod Security "restricted", elect a
-// leader, and have kube-apiserver reach the webhook through its Service:
-// the invalid examples are rejected with our messages.
+// image's tag as the only value, in each certificate mode: auto without
+// cert-manager (so selfManaged), a Secret the user brings, and auto with
+// cert-manager running (so certManager: cert-manager's own controllers
+// issue the certificate and its CA injector fills the caBundles). Each
+// install must bring every pod to Ready by its own probes under Pod
+// Security "restricted", elect a leader, and have kube-apiserver reach the
+// webhook through its Service: the invalid examples are rejected with our
+// messages.
 func TestChartOnNode(t *testing.T) {
 	tag := ourImage(t)
 	h := framework.NewHelm(t, env.Kubeconfig)
 	restrictedNamespace(t)
-	for _, mode := range []string{"auto", "existingSecret"} {
+	for _, mode := range []string{"auto", "existingSecret", "certManager"} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"install", release, framework.ChartDir(), "--namespace", namespace, "--set", "image.tag=" + tag, "--wait", "--timeout", "5m"}
+			var certManager *framework.Process
+			if mode == "certManager" {
+				// auto, as users install it, picks certManager once the
+				// cluster serves cert-manager.io/v1.
+				certManager = startCertManager(t)
+			}
 			if mode == "existingSecret" {
 				bundle := tlsSecret(t, "byo-tls", release+"-webhook."+namespace+".svc")
 				args = append(args, "--set", "certificates.mode=existingSecret", "--set", "certificates.existingSecret.name=byo-tls",
@@ -72,7 +80,11 @@ func TestChartOnNode(t *testing.T) {
 			start := time.Now()
 			out, err := h.Run(context.Background(), args...)
 			if err != nil {
-				t.Fatalf("helm install: %v\n%s\n%s", err, out, podReport(t))
+				report := podReport(t)
+				if certManager != nil {
+					report += "\ncert-manager's log:\n" + certManager.Tail(30)
+				}
+				t.Fatalf("helm install: %v\n%s\n%s", err, out, report)
 			}
 			t.Logf("helm install --wait: %v", time.Since(start).Round(time.Millisecond))
 			t.Cleanup(func() {
@@ -81,6 +93,9 @@ func TestChartOnNode(t *testing.T) {
 				}
 			})
 			podsReady(t)
+			if mode == "certManager" {
+				caInjected(t)
+			}
 			leaderElected(t, time.Minute)
 			invalidExamplesRejected(t)
 		})

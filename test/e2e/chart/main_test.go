@@ -8,12 +8,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -187,28 +185,14 @@ var (
 	certManagerErr  error
 )
 
-// installCertManagerCRDs installs cert-manager's own CRDs (from the module
-// pinned in hack/tools/certmanager) on the shared API server, so the
-// Issuers and Certificates the chart renders are validated by their real
-// schemas.
+// installCertManagerCRDs installs cert-manager's own CRDs on the shared
+// API server once.
 func installCertManagerCRDs(t *testing.T, env *framework.Env) {
 	t.Helper()
 	certManagerOnce.Do(func() {
-		cmd := exec.Command("go", "mod", "download", "-json", "github.com/cert-manager/cert-manager")
-		cmd.Dir = filepath.Join(framework.RepoRoot(), "hack", "tools", "certmanager")
-		out, err := cmd.Output()
-		if err != nil {
-			certManagerErr = fmt.Errorf("locate the cert-manager module: %w", err)
-			return
-		}
-		var mod struct{ Dir string }
-		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-			certManagerErr = fmt.Errorf("go mod download printed no directory: %v\n%s", err, out)
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		certManagerErr = framework.InstallCRDs(ctx, env.Dynamic, filepath.Join(mod.Dir, "deploy", "crds"))
+		certManagerErr = framework.InstallCertManagerCRDs(ctx, env.Dynamic)
 	})
 	if certManagerErr != nil {
 		t.Fatal(certManagerErr)
