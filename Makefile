@@ -255,7 +255,7 @@ $(BIN)/e2e.test: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/t
 $(BIN)/cert-manager: hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum hack/tools/certmanager/cert-manager/main.go
 	cd hack/tools/certmanager && $(GO) build -o $(ABS_BIN)/cert-manager ./cert-manager
 
-node-images: $(addprefix $(NODE_IMAGES)/,pause.tar podtool.tar snapkeeper.tar mock-csi-driver.tar csi-provisioner.tar snapshot-controller.tar csi-snapshotter.tar e2e-busybox.tar e2e-pause.tar)
+node-images: $(addprefix $(NODE_IMAGES)/,pause.tar podtool.tar snapkeeper.tar mock-csi-driver.tar csi-provisioner.tar snapshot-controller.tar csi-snapshotter.tar e2e-busybox.tar e2e-pause.tar previous.tar)
 $(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/mock-csi-driver $(NODE_STATIC)/busybox &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go hack/tools/kube/busybox/main.go $(wildcard hack/tools/kube/mockcsi/*.go)
 	cd hack/tools/kube && CGO_ENABLED=0 $(GO) build -o $(ABS_BIN)/node-images/static/ ./pause ./podtool ./mockcsi ./busybox && mv $(ABS_BIN)/node-images/static/mockcsi $(ABS_BIN)/node-images/static/mock-csi-driver
 $(NODE_STATIC)/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
@@ -286,6 +286,24 @@ $(NODE_IMAGES)/e2e-pause.tar: $(NODE_STATIC)/pause $(BIN)/e2e.test $(RELEASE_TOO
 $(NODE_IMAGES)/snapkeeper.tar: image
 	$(RELEASE_TOOL) pack -name $(IMAGE_REPOSITORY):$(IMAGE_TAG) -layout $(IMAGE_LAYOUT) -out $@
 	echo $(IMAGE_TAG) >$(NODE_IMAGES)/snapkeeper.ref
+
+# The previous release (hack/previous-release) as its users have it, for
+# the node suite's helm upgrade and rollback: its source tree at the
+# release's commit (previous/src, whose chart is installed), its two
+# binaries built static with the release's version stamp, and its image
+# under the default repository of that release's chart.
+PREV_VERSION = $(shell sed -n 's/^version=//p' hack/previous-release)
+PREV_COMMIT  = $(shell sed -n 's/^commit=//p' hack/previous-release)
+$(NODE_IMAGES)/previous.tar: hack/previous-release $(RELEASE_TOOL)
+	@git cat-file -e $(PREV_COMMIT)^{commit} || { echo "the previous release $(PREV_VERSION) ($(PREV_COMMIT)) is not in this clone: git fetch --unshallow (or git fetch origin $(PREV_COMMIT))"; exit 1; }
+	rm -rf $(NODE_IMAGES)/previous && mkdir -p $(NODE_IMAGES)/previous/src
+	git archive $(PREV_COMMIT) | tar -x -C $(NODE_IMAGES)/previous/src
+	cd $(NODE_IMAGES)/previous/src && CGO_ENABLED=0 $(GO) build -buildvcs=false -o ../bin/ \
+	  -ldflags "-X github.com/snapkeeper/snapkeeper/pkg/version.Version=$(PREV_VERSION) -X github.com/snapkeeper/snapkeeper/pkg/version.Revision=$(PREV_COMMIT)" \
+	  ./cmd/controller ./cmd/webhook
+	$(RELEASE_TOOL) pack -name ghcr.io/snapkeeper/snapkeeper:$(PREV_VERSION) -file $(NODE_IMAGES)/previous/bin/controller:/usr/local/bin/snapkeeper-controller \
+	  -file $(NODE_IMAGES)/previous/bin/webhook:/usr/local/bin/snapkeeper-webhook -user 0:0 -out $@
+	echo $(PREV_VERSION) >$(NODE_IMAGES)/previous.ref
 
 # The node suites (test/node): the chart installed with helm on a real
 # node, its pods Ready under Pod Security "restricted", the webhook
