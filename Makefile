@@ -24,7 +24,7 @@ TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
-.PHONY: node-tools node-images test-node check-mods
+.PHONY: node-tools node-images test-node check-mods test-backup
 .PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
 all: build
@@ -304,6 +304,18 @@ $(NODE_IMAGES)/previous.tar: hack/previous-release $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name ghcr.io/snapkeeper/snapkeeper:$(PREV_VERSION) -file $(NODE_IMAGES)/previous/bin/controller:/usr/local/bin/snapkeeper-controller \
 	  -file $(NODE_IMAGES)/previous/bin/webhook:/usr/local/bin/snapkeeper-webhook -user 0:0 -out $@
 	echo $(PREV_VERSION) >$(NODE_IMAGES)/previous.ref
+
+# Velero v1.18 (server and CLI), its AWS plugin and an S3 server on
+# loopback (hack/tools/velero), for the backup suite: not part of `make
+# test`. `make test-backup` drives snapkeeper and the community pair with
+# Velero (test/e2e/backup, docs/backup.md); BACKUP_ARGS adds `go test` flags.
+VELERO_TOOLS := $(BIN)/velero $(BIN)/velero-plugin-for-aws $(BIN)/fakes3
+$(VELERO_TOOLS) &: hack/tools/velero/go.mod hack/tools/velero/go.sum hack/tools/velero/fakes3/main.go
+	cd hack/tools/velero && $(GO) build -ldflags "-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=v1.18.3" -o $(ABS_BIN)/ \
+	  github.com/vmware-tanzu/velero/cmd/velero github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws ./fakes3
+	touch $(VELERO_TOOLS)
+test-backup: tools $(PEERS) own-binaries $(VELERO_TOOLS)
+	SNAPKEEPER_BACKUP=1 SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -v -timeout 40m $(BACKUP_ARGS) ./test/e2e/backup
 
 # The node suites (test/node): the chart installed with helm on a real
 # node, its pods Ready under Pod Security "restricted", the webhook

@@ -98,6 +98,8 @@ type ScenarioOptions struct {
 	HandBound bool
 	// ProvisionerArgs are more flags of that csi-provisioner.
 	ProvisionerArgs []string
+	// DriverArgs are more flags of the mock driver, e.g. --data-dir.
+	DriverArgs []string
 	// Production places the scenario on the package's production-shaped
 	// plane (SharedProduction) instead of its shared one.
 	Production bool
@@ -120,7 +122,7 @@ func newScenarioOn(t T, env *Env, o ScenarioOptions) *Scenario {
 	if o.DriverPrefix == "" {
 		o.DriverPrefix = "e2e"
 	}
-	drv := CSIDriverOptions{DriverName: DriverName(o.DriverPrefix)}
+	drv := CSIDriverOptions{DriverName: DriverName(o.DriverPrefix), Args: o.DriverArgs}
 	if len(o.Faults) > 0 {
 		drv.Faults = &Faults{Rules: o.Faults}
 	}
