@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -63,8 +65,11 @@ type world struct {
 func newWorld(t *testing.T, p pair, faults ...framework.FaultRule) *world {
 	t.Helper()
 	dataDir := t.TempDir()
+	// A member of a group snapshot may be deleted on its own, as the CSI
+	// hostpath driver allows: Velero deletes a group backup's snapshots
+	// one by one.
 	s := framework.NewScenario(t, framework.ScenarioOptions{DriverPrefix: "backup", DefaultClass: true, NoController: true,
-		Faults: faults, DriverArgs: []string{"--data-dir=" + dataDir}})
+		Faults: faults, DriverArgs: []string{"--data-dir=" + dataDir, "--allow-member-delete"}})
 	w := &world{Scenario: s, pair: p, dataDir: dataDir, data: map[string][]byte{}}
 	// Velero picks the class of a claim's driver by this label.
 	class, err := s.Env.Snap.SnapshotV1().VolumeSnapshotClasses().Get(context.Background(), s.Class, metav1.GetOptions{})
@@ -210,8 +215,53 @@ func (w *world) deleteNamespace(t *testing.T, ns string) {
 	}
 	framework.Eventually(t, 2*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
 		_, err := w.Env.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), err
+		if apierrors.IsNotFound(err) || err != nil {
+			return apierrors.IsNotFound(err), err
+		}
+		// What holds it: the snapshots still there, with their finalizers.
+		vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var left []string
+		for _, vs := range vss.Items {
+			bound := ""
+			if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
+				bound = *vs.Status.BoundVolumeSnapshotContentName
+			}
+			left = append(left, fmt.Sprintf("%s (finalizers %v, content %q)", vs.Name, vs.Finalizers, bound))
+		}
+		return false, fmt.Errorf("snapshots left: %v", left)
 	})
+}
+
+// deleteNamespaceReleasing deletes ns; when its snapshots hold it for
+// two minutes it logs them, removes their finalizers and waits again.
+func (w *world) deleteNamespaceReleasing(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := w.Env.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	err := framework.Poll(2*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
+		_, err := w.Env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		return
+	}
+	vss, lerr := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(ctx, metav1.ListOptions{})
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	for _, vs := range vss.Items {
+		t.Logf("namespace %s held after 2 minutes by VolumeSnapshot %s (finalizers %v); releasing it", ns, vs.Name, vs.Finalizers)
+		vs.Finalizers = nil
+		if _, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).Update(ctx, &vs, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	w.deleteNamespace(t, ns)
 }
 
 // webhookDenials is how many requests our webhook denied so far.
@@ -265,6 +315,10 @@ func TestVeleroBackupRestoreDelete(t *testing.T) {
 		ns := w.NS
 		w.fill(t)
 		before := w.backendIDs(t)
+		writes, err := w.Env.APIWrites(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
 		b1 := "b1-" + ns
 		s := w.velero.backup(t, b1, ns, true)
@@ -273,6 +327,13 @@ func TestVeleroBackupRestoreDelete(t *testing.T) {
 			t.Errorf("%v: want %d CSI snapshots", s, len(claims))
 		}
 		t.Logf("backup of %d claims: %v to Completed", len(claims), time.Since(start).Round(time.Millisecond))
+		after, err := w.Env.WaitQuietWrites(context.Background(), framework.IsContractWrite, 3*time.Second, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := after.Sub(writes)
+		t.Logf("writes to snapshot objects and claims during the backup (Velero's and the controllers'): %.1f per claim; %v",
+			d.Total(framework.IsContractWrite)/float64(len(claims)), d)
 		b1IDs := newIDs(before, w.backendIDs(t))
 		if len(b1IDs) != len(claims) {
 			t.Fatalf("the backup left %d backend snapshots (%v), want %d", len(b1IDs), b1IDs, len(claims))
@@ -291,7 +352,9 @@ func TestVeleroBackupRestoreDelete(t *testing.T) {
 
 		// And into another namespace.
 		mapped := ns + "-copy"
-		t.Cleanup(func() { _ = w.Env.Kube.CoreV1().Namespaces().Delete(context.Background(), mapped, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = w.Env.Kube.CoreV1().Namespaces().Delete(context.Background(), mapped, metav1.DeleteOptions{})
+		})
 		s = w.velero.restore(t, "r2-"+ns, b1, true, "--namespace-mappings", ns+":"+mapped)
 		expectPhase(t, s, "Completed")
 		w.sameData(t, mapped)
@@ -385,7 +448,7 @@ func (w *world) deleteContents(t *testing.T) {
 		}
 		return len(left) == 0, fmt.Errorf("left: %v", left)
 	})
-	t.Logf("%d contents left by the restores deleted, none stuck", n)
+	t.Logf("%d contents of the driver left in the cluster deleted, none stuck", n)
 }
 
 // objectReport logs the snapshot objects the restores left in the
@@ -415,3 +478,198 @@ func (w *world) objectReport(t *testing.T, namespaces ...string) {
 	t.Logf("snapshot objects left after the backups were deleted (%d):\n%s", len(lines), strings.Join(lines, "\n"))
 }
 
+// TestVeleroGroupBackup: the claims carry Velero's group label
+// (velero.io/volume-group), so Velero snapshots them together as one
+// VolumeGroupSnapshot of the class labelled for it. Velero v1.18.3 then
+// waits for member VolumeSnapshots owned by its group snapshot through an
+// owner reference of API version groupsnapshot.storage.k8s.io/v1beta2,
+// while the community controller v8.6.0, and snapkeeper with it, write
+// the served v1: with either pair the group is cut and ready, and Velero
+// never sees its members (docs/backup.md). The test pins that behaviour,
+// the same for both pairs, with a short --csi-snapshot-timeout, and checks
+// that nothing leaks: deleting the backup and the namespace leaves the
+// backend empty.
+func TestVeleroGroupBackup(t *testing.T) {
+	forPairs(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p)
+		ns := w.NS
+		groupClass := "group-" + ns
+		gc := framework.GroupSnapshotClass(groupClass, w.Drv.Name, snapv1.VolumeSnapshotContentDelete, false)
+		gc.Labels = map[string]string{"velero.io/csi-volumegroupsnapshot-class": "true"}
+		framework.MustCreate(t, w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create, gc)
+		t.Cleanup(func() {
+			_ = w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), groupClass, metav1.DeleteOptions{})
+		})
+		w.fill(t)
+		for _, c := range claims {
+			pvc, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), c, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pvc.Labels == nil {
+				pvc.Labels = map[string]string{}
+			}
+			pvc.Labels["velero.io/volume-group"] = "app"
+			if _, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(ns).Update(context.Background(), pvc, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := "g1-" + ns
+		s := w.velero.backup(t, b, ns, true, "--csi-snapshot-timeout=20s")
+		if s.Phase != "PartiallyFailed" && s.Phase != "Completed" {
+			t.Errorf("%v: want PartiallyFailed (Velero does not see the members) or Completed", s)
+		}
+		groups, err := w.Drv.GetGroups(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		vgs, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range vgs.Items {
+			ready := g.Status != nil && g.Status.ReadyToUse != nil && *g.Status.ReadyToUse
+			t.Logf("VolumeGroupSnapshot %s/%s (Velero's) ready=%v; the driver holds %d group snapshots", ns, g.Name, ready, len(groups))
+			if !ready {
+				t.Errorf("Velero's group snapshot %s is not ready", g.Name)
+			}
+		}
+		w.velero.deleteBackups(t, b)
+		w.deleteNamespace(t, ns)
+		w.deleteContents(t)
+		if left := w.backendIDs(t); len(left) != 0 {
+			t.Errorf("backend snapshots left after the backup and the namespace were deleted: %v", left)
+		}
+		w.Env.WaitBackendGroupsMatchGroupContents(t, w.Drv)
+		w.BackendMatchesContents(t)
+	})
+}
+
+// TestVeleroFaults: backups and restores through a cluster's faults.
+// The snapshot controllers (binder and CSI side) are killed while Velero
+// backs the namespace up, and again while it restores it; the driver
+// answers CreateSnapshot 10 s late, once within Velero's CSI snapshot
+// timeout and once beyond it; and a driver that fails every
+// CreateSnapshot. Each outcome is what Velero reports; at the end, with
+// every backup deleted, the backend holds nothing and no object is stuck.
+func TestVeleroFaults(t *testing.T) {
+	forPairs(t, func(t *testing.T, p pair) {
+		w := newWorld(t, p)
+		ns := w.NS
+		w.fill(t)
+
+		// Killed during a backup.
+		before := w.backendIDs(t)
+		b1 := "kb-" + ns
+		w.velero.backup(t, b1, ns, false)
+		framework.Eventually(t, time.Minute, "Velero's first VolumeSnapshot in "+ns, func() (bool, error) {
+			vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+			return err == nil && len(vss.Items) > 0, err
+		})
+		w.killControllers(t)
+		s := w.velero.wait(t, backupGVR, b1, 5*time.Minute)
+		t.Logf("killed during the backup: %v", s)
+		expectPhase(t, s, "Completed")
+		if ids := newIDs(before, w.backendIDs(t)); len(ids) != len(claims) {
+			t.Errorf("backup %s left %d backend snapshots (%v), want %d", b1, len(ids), ids, len(claims))
+		}
+		w.noSnapshotObjects(t, ns)
+
+		// Killed during a restore.
+		w.deleteNamespace(t, ns)
+		r1 := "kr-" + ns
+		w.velero.restore(t, r1, b1, false)
+		framework.Eventually(t, time.Minute, "Velero's first restored VolumeSnapshot in "+ns, func() (bool, error) {
+			vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+			return err == nil && len(vss.Items) > 0, err
+		})
+		w.killControllers(t)
+		s = w.velero.wait(t, restoreGVR, r1, 5*time.Minute)
+		t.Logf("killed during the restore: %v", s)
+		expectPhase(t, s, "Completed")
+		w.sameData(t, ns)
+
+		// A slow driver: 10 s per CreateSnapshot, within Velero's timeout.
+		slow := framework.Faults{Rules: []framework.FaultRule{{Method: "CreateSnapshot", Latency: framework.Duration(10 * time.Second)}}}
+		w.Drv.SetFaults(t, slow)
+		start := time.Now()
+		s = w.velero.backup(t, "slow-"+ns, ns, true)
+		t.Logf("CreateSnapshot 10 s late: %v, %v after create", s, time.Since(start).Round(time.Second))
+		expectPhase(t, s, "Completed")
+
+		// Beyond it: Velero gives up after 5 s while the driver still cuts
+		// the snapshots.
+		s = w.velero.backup(t, "late-"+ns, ns, true, "--csi-snapshot-timeout=5s")
+		t.Logf("CreateSnapshot 10 s late, Velero's CSI snapshot timeout 5 s: %v", s)
+		if s.Phase == "Completed" {
+			t.Errorf("%v: Velero should not complete a backup whose snapshots were not ready in time", s)
+		}
+		w.Drv.SetFaults(t, framework.Faults{})
+
+		// A driver that fails every CreateSnapshot.
+		w.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: "CreateSnapshot", Code: "ResourceExhausted", Message: "backend full"}}})
+		s = w.velero.backup(t, "fail-"+ns, ns, true, "--csi-snapshot-timeout=30s")
+		t.Logf("every CreateSnapshot failing: %v", s)
+		if s.Phase == "Completed" {
+			t.Errorf("%v: a backup whose snapshots all failed completed", s)
+		}
+		w.snapshotErrors(t, ns)
+		w.Drv.SetFaults(t, framework.Faults{})
+
+		// Nothing leaked or stuck.
+		list, err := w.Env.Dynamic.Resource(backupGVR).Namespace(veleroNS).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, b := range list.Items {
+			names = append(names, b.GetName())
+		}
+		w.velero.deleteBackups(t, names...)
+		if p == community {
+			// The community controller keeps the failed and timed-out
+			// backups' snapshots (volumesnapshot-bound-protection) for
+			// longer than the wait: recorded in docs/compatibility.md,
+			// then released by hand as an admin would.
+			w.deleteNamespaceReleasing(t, ns)
+		} else {
+			w.deleteNamespace(t, ns)
+		}
+		w.deleteContents(t)
+		framework.Eventually(t, time.Minute, "backend empty", func() (bool, error) {
+			left := w.backendIDs(t)
+			return len(left) == 0, fmt.Errorf("backend snapshots left: %v", left)
+		})
+		w.BackendMatchesContents(t)
+	})
+}
+
+// killControllers kills the binder and the CSI side (SIGKILL, as an
+// evicted or OOM-killed pod dies) and starts them again.
+func (w *world) killControllers(t *testing.T) {
+	t.Helper()
+	for _, p := range []*framework.Process{w.binder, w.csi} {
+		p.Signal(syscall.SIGKILL)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = p.Wait(ctx)
+		cancel()
+	}
+	w.startBinder(t)
+	w.startCSISide(t)
+	t.Logf("binder and CSI side killed and started again")
+}
+
+// snapshotErrors logs the errors the namespace's VolumeSnapshots carry.
+func (w *world) snapshotErrors(t *testing.T, ns string) {
+	t.Helper()
+	vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vs := range vss.Items {
+		if vs.Status != nil && vs.Status.Error != nil && vs.Status.Error.Message != nil {
+			t.Logf("VolumeSnapshot %s/%s error: %s", ns, vs.Name, *vs.Status.Error.Message)
+		}
+	}
+	t.Logf("%d VolumeSnapshots left in %s after the failed backup", len(vss.Items), ns)
+}

@@ -220,18 +220,18 @@ func (v *velero) cli(ctx context.Context, args ...string) (string, error) {
 
 // status is what a Backup or Restore reports: its phase and item counts.
 type status struct {
-	Phase                string
-	ItemsDone, ItemsAll  int64
-	Warnings, Errors     int64
-	SnapshotsAttempted   int64
-	SnapshotsCompleted   int64
-	FailureReason        string
-	ValidationErrors     []string
-	OperationsAttempted  int64
-	OperationsCompleted  int64
-	OperationsFailed     int64
-	Started, Completed   time.Time
-	resource, name, kind string
+	Phase               string
+	ItemsDone, ItemsAll int64
+	Warnings, Errors    int64
+	SnapshotsAttempted  int64
+	SnapshotsCompleted  int64
+	FailureReason       string
+	ValidationErrors    []string
+	OperationsAttempted int64
+	OperationsCompleted int64
+	OperationsFailed    int64
+	Started, Completed  time.Time
+	name, kind          string
 }
 
 func (s status) String() string {
@@ -295,13 +295,13 @@ func (v *velero) wait(t *testing.T, gvr schema.GroupVersionResource, name string
 	return s
 }
 
-// backup runs `velero backup create NAME --include-namespaces NS` and
-// waits until it is done.
-func (v *velero) backup(t *testing.T, name, ns string, wait bool) status {
+// backup runs `velero backup create NAME --include-namespaces NS [ARGS]`
+// and, with wait, waits until it is done.
+func (v *velero) backup(t *testing.T, name, ns string, wait bool, args ...string) status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := v.cli(ctx, "backup", "create", name, "--include-namespaces", ns); err != nil {
+	if _, err := v.cli(ctx, append([]string{"backup", "create", name, "--include-namespaces", ns}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 	if !wait {
