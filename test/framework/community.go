@@ -83,3 +83,21 @@ func HasCall(log CallLog, method string) bool {
 	}
 	return false
 }
+
+// StartCommunity is LaunchCommunity for a test: the log in a directory of
+// its own, the process stopped when the test ends, the end of its log shown
+// when the test failed.
+func (e *Env) StartCommunity(t T, name string, args []string, drv *CSIDriver) *Process {
+	t.Helper()
+	p, err := e.LaunchCommunity(e.TempDir(t, name), name, args, nil, drv)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log (tail):\n%s", name, p.Tail(6000))
+		}
+		p.Stop(15 * time.Second)
+	})
+	return p
+}

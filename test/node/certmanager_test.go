@@ -109,15 +109,18 @@ func caInjected(t *testing.T) {
 	err = framework.Poll(time.Minute, "caBundles injected", func() (bool, error) {
 		checked = nil
 		configs := map[string][]admissionregistrationv1.WebhookClientConfig{}
+		add := func(kind string, c metav1.ObjectMeta, webhook string, cc admissionregistrationv1.WebhookClientConfig) {
+			if c.Annotations["cert-manager.io/inject-ca-from"] == inject {
+				configs[kind+"/"+webhook] = append(configs[kind+"/"+webhook], cc)
+			}
+		}
 		vwcs, err := env.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		for _, c := range vwcs.Items {
-			if c.Annotations["cert-manager.io/inject-ca-from"] == inject {
-				for _, w := range c.Webhooks {
-					configs["validating/"+w.Name] = append(configs["validating/"+w.Name], w.ClientConfig)
-				}
+			for _, w := range c.Webhooks {
+				add("validating", c.ObjectMeta, w.Name, w.ClientConfig)
 			}
 		}
 		mwcs, err := env.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
@@ -125,10 +128,8 @@ func caInjected(t *testing.T) {
 			return false, err
 		}
 		for _, c := range mwcs.Items {
-			if c.Annotations["cert-manager.io/inject-ca-from"] == inject {
-				for _, w := range c.Webhooks {
-					configs["mutating/"+w.Name] = append(configs["mutating/"+w.Name], w.ClientConfig)
-				}
+			for _, w := range c.Webhooks {
+				add("mutating", c.ObjectMeta, w.Name, w.ClientConfig)
 			}
 		}
 		for name, ccs := range configs {

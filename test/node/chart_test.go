@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,21 +32,26 @@ func ourImage(t *testing.T) string {
 	imageOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if imageOnce.err = node.ImportImage(ctx, "snapkeeper.tar"); imageOnce.err != nil {
-			return
-		}
-		ref, err := framework.Tool("node-images/snapkeeper.ref")
-		if err != nil {
-			imageOnce.err = err
-			return
-		}
-		b, err := os.ReadFile(ref)
-		imageOnce.tag, imageOnce.err = strings.TrimSpace(string(b)), err
+		imageOnce.tag, imageOnce.err = importImage(ctx, "snapkeeper")
 	})
 	if imageOnce.err != nil {
 		t.Fatalf("our image: %v", imageOnce.err)
 	}
 	return imageOnce.tag
+}
+
+// importImage imports node-images/<name>.tar (`make node-images`) into
+// the node and returns the tag node-images/<name>.ref names.
+func importImage(ctx context.Context, name string) (string, error) {
+	if err := node.ImportImage(ctx, name+".tar"); err != nil {
+		return "", err
+	}
+	ref, err := framework.Tool("node-images/" + name + ".ref")
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(ref)
+	return strings.TrimSpace(string(b)), err
 }
 
 // TestChartOnNode installs the chart as docs/quickstart.md says, with the
@@ -194,34 +198,13 @@ func ready(p *corev1.Pod) bool {
 // running pods.
 func leaderElected(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	var lease *coordinationv1.Lease
-	err := framework.Poll(timeout, "leader elected", func() (bool, error) {
-		var err error
-		lease, err = env.Kube.CoordinationV1().Leases(namespace).Get(context.Background(), "snapshot-controller-leader", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		h := lease.Spec.HolderIdentity
-		if h == nil {
-			return false, nil
-		}
-		// A running pod of this install: a Lease left by an uninstalled
-		// release's pod does not count.
-		pods, err := env.Kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && strings.HasPrefix(*h, p.Name+"_") {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	name, err := leaderPod(ctx, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("leader: %s", *lease.Spec.HolderIdentity)
+	t.Logf("leader: %s", name)
 }
 
 // invalidExamplesRejected applies examples/ (a valid default class) and

@@ -261,7 +261,7 @@ func deployDriver(t *testing.T, sidecar snapshotter) string {
 // snapshot and both volumes.
 func TestSnapshotThroughPods(t *testing.T) {
 	tag := ourImage(t)
-	installChart(t, tag)
+	installChart(t, framework.ChartDir(), tag)
 	dataDir := deployDriver(t, ourSnapshotter(tag))
 
 	ns := env.Namespace(t)

@@ -62,7 +62,7 @@ func TestKubernetesStorageE2E(t *testing.T) {
 			var sidecar snapshotter
 			if pair == "snapkeeper" {
 				tag := ourImage(t)
-				installChart(t, tag)
+				installChart(t, framework.ChartDir(), tag)
 				sidecar = ourSnapshotter(tag)
 			} else {
 				installCommunity(t)

@@ -33,7 +33,7 @@ type disturbance struct {
 // the binder's leader pod deleted, the node's kubelet restarted.
 func TestLifecycleUnderLoad(t *testing.T) {
 	tag := ourImage(t)
-	installChart(t, tag)
+	installChart(t, framework.ChartDir(), tag)
 	podsReady(t)
 	dataDir := deployDriver(t, ourSnapshotter(tag))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -59,21 +59,16 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	tag := ourImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := node.ImportImage(ctx, "previous.tar"); err != nil {
-		t.Fatal(err)
-	}
-	ref, err := framework.Tool("node-images/previous.ref")
+	previous, err := importImage(ctx, "previous")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(ref)
+	previousChart, err := framework.Tool("node-images/previous/src/charts/snapkeeper")
 	if err != nil {
 		t.Fatal(err)
 	}
-	previous := strings.TrimSpace(string(b))
-	previousChart := filepath.Join(filepath.Dir(ref), "previous", "src", "charts", "snapkeeper")
+	installChart(t, previousChart, previous)
 	h := framework.NewHelm(t, env.Kubeconfig)
-	restrictedNamespace(t)
 	helm := func(ctx context.Context, args ...string) error {
 		start := time.Now()
 		out, err := h.Run(ctx, append(args, "--namespace", namespace, "--wait", "--timeout", "5m")...)
@@ -83,10 +78,6 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		t.Logf("helm %s --wait: %v", args[0], time.Since(start).Round(time.Millisecond))
 		return nil
 	}
-	if err := helm(ctx, "install", release, previousChart, "--set", "image.tag="+previous); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = h.Run(context.Background(), "uninstall", release, "--namespace", namespace, "--wait") })
 	podsReady(t)
 	t.Logf("the previous release %s installed", previous)
 	dataDir := deployDriver(t, ourSnapshotter(tag))
@@ -222,7 +213,7 @@ func underLoad(t *testing.T, ctx context.Context, dataDir string, steps []distur
 // (framework Node.OOMKill) and waits until the kubelet has restarted it
 // with OOMKilled as the reason and it is Ready again.
 func oomKillLeader(ctx context.Context, t *testing.T) error {
-	name, err := leaderPod(ctx)
+	name, err := leaderPod(ctx, time.Minute)
 	if err != nil {
 		return err
 	}
@@ -277,7 +268,7 @@ func deletePod(ctx context.Context, t *testing.T, selector string, leader bool) 
 	name := ""
 	if leader {
 		var err error
-		if name, err = leaderPod(ctx); err != nil {
+		if name, err = leaderPod(ctx, time.Minute); err != nil {
 			return err
 		}
 	} else {
@@ -297,9 +288,9 @@ func deletePod(ctx context.Context, t *testing.T, selector string, leader bool) 
 // leaderPod is the running pod of the release that holds the binder's
 // Lease; after a rollout the Lease may still name a pod that is gone, until
 // a new one takes it.
-func leaderPod(ctx context.Context) (string, error) {
+func leaderPod(ctx context.Context, timeout time.Duration) (string, error) {
 	name := ""
-	err := framework.Poll(time.Minute, "the binder's Lease held by a running pod", func() (bool, error) {
+	err := framework.Poll(timeout, "the binder's Lease held by a running pod", func() (bool, error) {
 		lease, err := env.Kube.CoordinationV1().Leases(namespace).Get(ctx, "snapshot-controller-leader", metav1.GetOptions{})
 		if err != nil || lease.Spec.HolderIdentity == nil {
 			return false, err

@@ -34,14 +34,14 @@ func communitySnapshotter() snapshotter {
 	return snapshotter{Image: "snapkeeper.local/csi-snapshotter:v8.6.0", Args: sidecarArgs}
 }
 
-// installChart installs the chart as docs/quickstart.md says (the image's
-// tag is the only value) into the Pod Security "restricted" namespace and
-// uninstalls it when the test ends.
-func installChart(t *testing.T, tag string) {
+// installChart installs chart (this tree's, or the previous release's) as
+// docs/quickstart.md says (the image's tag is the only value) into the Pod
+// Security "restricted" namespace and uninstalls it when the test ends.
+func installChart(t *testing.T, chart, tag string) {
 	t.Helper()
 	h := framework.NewHelm(t, env.Kubeconfig)
 	restrictedNamespace(t)
-	if out, err := h.Run(context.Background(), "install", release, framework.ChartDir(), "--namespace", namespace,
+	if out, err := h.Run(context.Background(), "install", release, chart, "--namespace", namespace,
 		"--set", "image.tag="+tag, "--wait", "--timeout", "5m"); err != nil {
 		t.Fatalf("helm install: %v\n%s\n%s", err, out, podReport(t))
 	}

@@ -110,17 +110,7 @@ func (w *world) startCSISide(t *testing.T) {
 func (w *world) launchCommunity(t *testing.T, name string, drv *framework.CSIDriver, args ...string) *framework.Process {
 	t.Helper()
 	flags := []string{"--leader-election=false", "-v=3", "--kube-api-qps=100", "--kube-api-burst=200", groupGate}
-	p, err := w.Env.LaunchCommunity(w.Env.TempDir(t, name), name, append(flags, args...), nil, drv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s log (tail):\n%s", name, p.Tail(6000))
-		}
-		p.Stop(15 * time.Second)
-	})
-	return p
+	return w.Env.StartCommunity(t, name, append(flags, args...), drv)
 }
 
 // fill provisions the application's claims and writes distinct data into
@@ -210,16 +200,44 @@ func (w *world) noSnapshotObjects(t *testing.T, ns string) {
 // volumes deleted by the provisioner).
 func (w *world) deleteNamespace(t *testing.T, ns string) {
 	t.Helper()
-	if err := w.Env.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.namespaceGone(ns); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 2*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
-		_, err := w.Env.Kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+}
+
+// namespaceHeld is deleteNamespace where a namespace may stay: it reports
+// whether ns is still there after two minutes and logs the claims whose
+// finalizers hold it besides its snapshots.
+func (w *world) namespaceHeld(t *testing.T, ns string) bool {
+	t.Helper()
+	err := w.namespaceGone(ns)
+	if err == nil {
+		return false
+	}
+	t.Logf("namespace %s: %v", ns, err)
+	pvcs, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pvc := range pvcs.Items {
+		t.Logf("namespace %s held after 2 minutes by claim %s (finalizers %v)", ns, pvc.Name, pvc.Finalizers)
+	}
+	return true
+}
+
+// namespaceGone deletes ns and waits two minutes for it to go; the error
+// names the snapshots still there, with their finalizers.
+func (w *world) namespaceGone(ns string) error {
+	ctx := context.Background()
+	if err := w.Env.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return framework.Poll(2*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
+		_, err := w.Env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || err != nil {
 			return apierrors.IsNotFound(err), err
 		}
-		// What holds it: the snapshots still there, with their finalizers.
-		vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+		vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -233,38 +251,6 @@ func (w *world) deleteNamespace(t *testing.T, ns string) {
 		}
 		return false, fmt.Errorf("snapshots left: %v", left)
 	})
-}
-
-// namespaceHeld deletes ns and reports whether it is still there after
-// two minutes, logging the snapshots and claims whose finalizers hold it.
-func (w *world) namespaceHeld(t *testing.T, ns string) bool {
-	t.Helper()
-	ctx := context.Background()
-	if err := w.Env.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	err := framework.Poll(2*time.Minute, "namespace "+ns+" gone", func() (bool, error) {
-		_, err := w.Env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err == nil {
-		return false
-	}
-	vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, vs := range vss.Items {
-		t.Logf("namespace %s held after 2 minutes by VolumeSnapshot %s (finalizers %v)", ns, vs.Name, vs.Finalizers)
-	}
-	pvcs, err := w.Env.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pvc := range pvcs.Items {
-		t.Logf("namespace %s held after 2 minutes by claim %s (finalizers %v)", ns, pvc.Name, pvc.Finalizers)
-	}
-	return true
 }
 
 // webhookCounts is how many requests our webhook denied so far, and how
@@ -553,10 +539,7 @@ func TestVeleroFaults(t *testing.T) {
 		before := w.backendIDs(t)
 		b1 := "kb-" + ns
 		w.velero.backup(t, b1, ns, false)
-		framework.Eventually(t, time.Minute, "Velero's first VolumeSnapshot in "+ns, func() (bool, error) {
-			vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
-			return err == nil && len(vss.Items) > 0, err
-		})
+		w.waitSnapshotIn(t, ns)
 		w.killControllers(t)
 		s := w.velero.wait(t, backupGVR, b1, 5*time.Minute)
 		t.Logf("killed during the backup: %v", s)
@@ -570,10 +553,7 @@ func TestVeleroFaults(t *testing.T) {
 		w.deleteNamespace(t, ns)
 		r1 := "kr-" + ns
 		w.velero.restore(t, r1, b1, false)
-		framework.Eventually(t, time.Minute, "Velero's first restored VolumeSnapshot in "+ns, func() (bool, error) {
-			vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
-			return err == nil && len(vss.Items) > 0, err
-		})
+		w.waitSnapshotIn(t, ns)
 		w.killControllers(t)
 		s = w.velero.wait(t, restoreGVR, r1, 5*time.Minute)
 		t.Logf("killed during the restore: %v", s)
@@ -635,6 +615,15 @@ func TestVeleroFaults(t *testing.T) {
 			return len(left) == 0, fmt.Errorf("backend snapshots left: %v", left)
 		})
 		w.BackendMatchesContents(t)
+	})
+}
+
+// waitSnapshotIn waits until Velero has created a VolumeSnapshot in ns.
+func (w *world) waitSnapshotIn(t *testing.T, ns string) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, "Velero's first VolumeSnapshot in "+ns, func() (bool, error) {
+		vss, err := w.Env.Snap.SnapshotV1().VolumeSnapshots(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(vss.Items) > 0, err
 	})
 }
 

@@ -299,32 +299,29 @@ func (v *velero) wait(t *testing.T, gvr schema.GroupVersionResource, name string
 // and, with wait, waits until it is done.
 func (v *velero) backup(t *testing.T, name, ns string, wait bool, args ...string) status {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := v.cli(ctx, append([]string{"backup", "create", name, "--include-namespaces", ns}, args...)...); err != nil {
-		t.Fatal(err)
-	}
-	if !wait {
-		return status{}
-	}
-	s := v.wait(t, backupGVR, name, 5*time.Minute)
-	t.Logf("%v", s)
-	return s
+	return v.create(t, backupGVR, name, wait, append([]string{"backup", "create", name, "--include-namespaces", ns}, args...))
 }
 
 // restore runs `velero restore create NAME --from-backup BACKUP [ARGS]`
-// and waits until it is done.
+// and, with wait, waits until it is done.
 func (v *velero) restore(t *testing.T, name, backup string, wait bool, args ...string) status {
+	t.Helper()
+	return v.create(t, restoreGVR, name, wait, append([]string{"restore", "create", name, "--from-backup", backup}, args...))
+}
+
+// create runs the velero command that creates the Backup or Restore name
+// and, with wait, waits until it is done and logs its status.
+func (v *velero) create(t *testing.T, gvr schema.GroupVersionResource, name string, wait bool, command []string) status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := v.cli(ctx, append([]string{"restore", "create", name, "--from-backup", backup}, args...)...); err != nil {
+	if _, err := v.cli(ctx, command...); err != nil {
 		t.Fatal(err)
 	}
 	if !wait {
 		return status{}
 	}
-	s := v.wait(t, restoreGVR, name, 5*time.Minute)
+	s := v.wait(t, gvr, name, 5*time.Minute)
 	t.Logf("%v", s)
 	return s
 }

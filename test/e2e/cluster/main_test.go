@@ -136,17 +136,7 @@ func (w *world) stopCSISide() { w.csi.Stop(15 * time.Second) }
 
 func (w *world) launchCommunity(t *testing.T, name string, drv *framework.CSIDriver, args ...string) *framework.Process {
 	t.Helper()
-	p, err := w.Env.LaunchCommunity(w.Env.TempDir(t, name), name, append(append([]string{}, communityFlags...), args...), nil, drv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s log (tail):\n%s", name, p.Tail(6000))
-		}
-		p.Stop(15 * time.Second)
-	})
-	return p
+	return w.Env.StartCommunity(t, name, append(append([]string{}, communityFlags...), args...), drv)
 }
 
 // source provisions claim name with a volume of 1 GiB whose snapshots
