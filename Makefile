@@ -24,7 +24,7 @@ TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 
-.PHONY: node-tools node-images test-node check-mods test-backup
+.PHONY: node-tools node-images test-node check-mods test-backup test-gitops
 .PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
 all: build
@@ -316,6 +316,21 @@ $(VELERO_TOOLS) &: hack/tools/velero/go.mod hack/tools/velero/go.sum hack/tools/
 	touch $(VELERO_TOOLS)
 test-backup: tools $(PEERS) own-binaries $(VELERO_TOOLS)
 	SNAPKEEPER_BACKUP=1 SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -v -timeout 40m $(BACKUP_ARGS) ./test/e2e/backup
+
+# Flux's source-controller and kustomize-controller v1.9.6 (hack/tools/flux)
+# and their CRDs (bin/flux-crds), for the GitOps suite: not part of `make
+# test`. `make test-gitops` has Flux apply a git repository served on
+# loopback (test/e2e/gitops, docs/gitops.md); GITOPS_ARGS adds `go test` flags.
+FLUX_TOOLS := $(BIN)/source-controller $(BIN)/kustomize-controller
+$(FLUX_TOOLS) &: hack/tools/flux/go.mod hack/tools/flux/go.sum
+	cd hack/tools/flux && $(GO) build -o $(ABS_BIN)/ github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller
+	rm -rf $(BIN)/flux-crds && mkdir -p $(BIN)/flux-crds
+	cd hack/tools/flux && cp $$($(GO) list -m -f '{{.Dir}}' github.com/fluxcd/source-controller)/config/crd/bases/*.yaml \
+	  $$($(GO) list -m -f '{{.Dir}}' github.com/fluxcd/kustomize-controller)/config/crd/bases/*.yaml $(ABS_BIN)/flux-crds/
+	chmod u+w $(BIN)/flux-crds/*.yaml
+	touch $(FLUX_TOOLS)
+test-gitops: tools own-binaries $(FLUX_TOOLS)
+	SNAPKEEPER_GITOPS=1 SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -v -timeout 30m $(GITOPS_ARGS) ./test/e2e/gitops
 
 # The node suites (test/node): the chart installed with helm on a real
 # node, its pods Ready under Pod Security "restricted", the webhook

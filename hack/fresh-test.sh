@@ -5,16 +5,18 @@
 # time; the clone and caches stay in the printed directory (remove it).
 #
 # Usage: hack/fresh-test.sh [DIR]   (default: a new directory under /tmp)
+#        FRESH_TARGET=test-gitops hack/fresh-test.sh [DIR]   (`make <target>` instead)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$(mktemp -d /tmp/snapkeeper-fresh.XXXXXX)}
 mkdir -p "$dir/home"
 git clone -q "$root" "$dir/src"
 cd "$dir/src"
-echo "fresh make test of $(git rev-parse HEAD) in $dir"
+target=${FRESH_TARGET:-test}
+echo "fresh make $target of $(git rev-parse HEAD) in $dir"
 export HOME=$dir/home GOPATH=$dir/home/go GOCACHE=$dir/home/.cache/go-build XDG_CACHE_HOME=$dir/home/.cache
 start=$(date +%s)
 rc=0
-bash .ci/run || rc=$?
-echo "fresh make test: exit $rc, wall $(($(date +%s) - start))s (clone and caches in $dir)"
+if [ "$target" = test ]; then bash .ci/run || rc=$?; else make "$target" || rc=$?; fi
+echo "fresh make $target: exit $rc, wall $(($(date +%s) - start))s (clone and caches in $dir)"
 exit $rc

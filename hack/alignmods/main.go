@@ -33,7 +33,7 @@ import (
 // modules are the module directories `make test` builds from, with the
 // `go list` arguments that name what it compiles there (the Makefile's
 // build lines): ours and the tool modules under hack/tools. kube-floor (an
-// older Kubernetes on purpose), release and certmanager (nothing built in
+// older Kubernetes on purpose), release, certmanager, velero and flux (nothing built in
 // `make test`) stay out. Only dependencies whose packages are compiled in
 // two modules or more are compared; the rest of a build list does not
 // reach the build cache.
