@@ -20,7 +20,7 @@
 //
 // A Tracker never decides whether a backend snapshot may be deleted: that
 // reads the informer's copy only, never an object returned by our own write
-// (https://github.com/kubernetes-csi/external-snapshotter/issues/1446).
+// (external-snapshotter issue 1446).
 package cachelag
 
 import (

@@ -1,6 +1,8 @@
 // Package csi is the gRPC client of a CSI driver's snapshot services: connect,
 // probe, capabilities, create/list/delete, and the classification of errors
-// into "final" and "may still be in progress".
+// into "final" and "may still be in progress". It also calls the group
+// controller service (CreateVolumeGroupSnapshot, GetVolumeGroupSnapshot,
+// DeleteVolumeGroupSnapshot; groupcalls.go) of a driver that offers it.
 package csi
 
 import (

@@ -18,7 +18,7 @@ var ErrMissingCapability = errors.New("CSI driver lacks a required capability")
 // happened). The caller must keep the being-created mark and retry: this is
 // the CSI contract on which "no leaked snapshot after a timed-out
 // CreateSnapshot" rests (docs/contract.md, "Error classes";
-// https://github.com/kubernetes-csi/external-snapshotter/issues/134). It is false for nil.
+// external-snapshotter issue 134). It is false for nil.
 //
 // This is the single place where CSI errors are classified.
 func MayBeInProgress(err error) bool {

@@ -1,5 +1,7 @@
 // Package validation holds the admission rules for snapshot objects and for
-// claims that restore from them (docs/webhook.md). The functions are pure: objects in,
+// claims that restore from them (docs/webhook.md), group snapshot objects
+// included: VolumeGroupSnapshotClass, VolumeGroupSnapshot and
+// VolumeGroupSnapshotContent (class.go, group*.go). The functions are pure: objects in,
 // field.ErrorList and warnings out. Everything they need to know about other
 // objects comes through Lookup, backed by informer listers in the webhook and
 // by an in-memory set of objects in tests and in offline validation, so the

@@ -45,7 +45,7 @@ func TestAPIServerRestarts(t *testing.T) {
 	// The short variant holds deletes back from each kill until a new
 	// snapshot is ready again: a snapshot created and deleted while the
 	// controller's informers are still relisting leaves the binder waiting
-	// for a content that is gone (docs/reliability.md, Findings). The full
+	// for a content that is gone (docs/history/runs.md, Findings). The full
 	// variant deletes throughout and shows that bug.
 	var gate sync.RWMutex
 	loadDone := wl.runRetrying(ctx, w, child(rng), claims, &gate)
@@ -81,7 +81,7 @@ func TestAPIServerRestarts(t *testing.T) {
 		judge := webhookJudges(t, s, 30*time.Second)
 		// Up to a minute and a half: client-go's reflectors back off up to
 		// 30 s with as much jitter again, restarts within 2 minutes keep
-		// them there, and the full run saw 94 s once (docs/reliability.md,
+		// them there, and the full run saw 94 s once (docs/history/runs.md,
 		// Measured).
 		rec := w.probeReady(t, fmt.Sprintf("probe-%d", i), claims[0], 2*time.Minute)
 		if !full {

@@ -369,7 +369,7 @@ func (w *world) explainLeaks(t *testing.T, lost map[string]bool) {
 		}
 		known := ""
 		if finalAfter && !deleted {
-			known = "\n  a final error after a CreateSnapshot that may have cut: the leak TestNoLeakAfterLostReplyThenFinalError guards against (docs/faults.md, Findings)"
+			known = "\n  a final error after a CreateSnapshot that may have cut: the leak TestNoLeakAfterLostReplyThenFinalError guards against (docs/history/runs.md, Findings)"
 		}
 		t.Logf("leaked backend snapshot %s (name %s, volume %s, cut %s); driver calls about it:\n  %s%s",
 			b.ID, b.Name, b.SourceVolumeID, b.CreationTime.Format("15:04:05.000"), strings.Join(hist, "\n  "), known)

@@ -17,7 +17,7 @@ import (
 // middle of the deletes. A snapshot must never go while its Delete content
 // (and the backend snapshot) stays: the new leader has to finish every
 // deletion it inherits. It was written to hunt the content left behind in
-// one full run of TestLeaderKill (docs/reliability.md, Findings); it has
+// one full run of TestLeaderKill (docs/history/runs.md, Findings); it has
 // not reproduced it.
 func TestLeaderKillDuringDeletes(t *testing.T) {
 	if !runSizes().full {

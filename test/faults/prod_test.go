@@ -67,7 +67,7 @@ const (
 // prodPairs are the pairs the TestProd* scenarios run: ours, unless
 // SNAPKEEPER_PROD_PAIRS (comma-separated: ours, community) chooses. The
 // community pair's outcomes are findings about the peer, recorded side by
-// side in docs/reliability.md, and never gate a run of ours.
+// side in docs/history/runs.md, and never gate a run of ours.
 func prodPairs() []string {
 	if v := os.Getenv("SNAPKEEPER_PROD_PAIRS"); v != "" {
 		return strings.Split(v, ",")

@@ -10,7 +10,7 @@ import (
 )
 
 // TestNoLeakAfterLostReplyThenFinalError is the regression test of the leak
-// TestDriverFaults found (docs/faults.md, "Findings"). The driver cuts the
+// TestDriverFaults found (docs/history/runs.md, "Findings"). The driver cuts the
 // snapshot but the reply is lost (Aborted, which may mean "in progress":
 // the being-created mark stays); every retry of the same CreateSnapshot then
 // fails with Internal, a final code, before reaching the backend. A final

@@ -367,7 +367,7 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 // removed a snapshot (or a group) still shows it alive with its finalizers.
 // The binder must not make its content from that copy: the content would
 // outlive it, with its backend snapshot, for good (found by
-// TestControllerKills, docs/reliability.md). One rule of the lifecycle,
+// TestControllerKills, docs/history/runs.md). One rule of the lifecycle,
 // checked for both kinds.
 func TestNoContentForASubjectGoneBehindTheCache(t *testing.T) {
 	pvc, pv := testkit.BoundClaim("pvc1")

@@ -2,6 +2,12 @@
 // VolumeSnapshotContents, guards them with finalizers and tears them down.
 // Everything it waits for arrives as an informer event routed through an
 // index; a slow jittered re-check covers anything missed.
+//
+// With group snapshots on (Config.Groups), it does the same for
+// VolumeGroupSnapshots and their VolumeGroupSnapshotContents, through the
+// same lifecycle (lifecycle.go, kinds.go), and makes the member
+// VolumeSnapshots and contents of a dynamic group from what the driver
+// reported (group*.go, vanished_group.go).
 package binder
 
 import (

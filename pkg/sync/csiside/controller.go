@@ -3,6 +3,12 @@
 // reads the status of a pre-provisioned one, and deletes the backend snapshot
 // when its content goes. It never leaks a backend snapshot whose content is
 // gone and never loses one whose content exists (docs/csi-side.md).
+//
+// When the driver offers the group controller service and the group CRDs
+// are served (GroupConfig), a second loop does the same for
+// VolumeGroupSnapshotContents with the group calls (group*.go); the
+// members' backend snapshots are cut and deleted with their group, never
+// one by one.
 package csiside
 
 import (

@@ -73,7 +73,7 @@ func (c *Controller) deleting(ctx context.Context, it item) (workloop.Result, er
 // Delete, its backend snapshot deleted). The content must be the informer's
 // copy, never one returned by our own write: a patch that only looked
 // applied is how the community sidecar leaked
-// (https://github.com/kubernetes-csi/external-snapshotter/issues/1446).
+// (external-snapshotter issue 1446).
 // Allowed when the API server holds the binder's being-deleted mark, or when
 // the content was never bound to a snapshot (no UID) and so never cut
 // anything of its own. Never otherwise: a content whose snapshot is gone

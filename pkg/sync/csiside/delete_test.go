@@ -163,7 +163,7 @@ func TestDelete(t *testing.T) {
 }
 
 // TestDeleteTrustsOnlyTheInformer: the binder's mark counts once the watch
-// delivered it, never earlier (https://github.com/kubernetes-csi/external-snapshotter/issues/1446).
+// delivered it, never earlier (external-snapshotter issue 1446).
 func TestDeleteTrustsOnlyTheInformer(t *testing.T) {
 	h := newHarness(t, setup{
 		contents: contents(newContent("c1", unmarked(), testkit.Status(testkit.Cut("snap-id", true)), testkit.Deleted())),

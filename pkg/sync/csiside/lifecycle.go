@@ -65,7 +65,7 @@ func (c *Controller) dispatch(ctx context.Context, it item) (workloop.Result, er
 // call and leaves it only once the handle is stored or the driver said,
 // finally, that nothing was cut: a call that timed out may still be
 // cutting, and the mark is what makes a later deletion finish it first
-// (https://github.com/kubernetes-csi/external-snapshotter/issues/134).
+// (external-snapshotter issue 134).
 func (c *Controller) creating(ctx context.Context, it item) (workloop.Result, error) {
 	logger := klog.FromContext(ctx)
 	n := it.names()
@@ -170,7 +170,7 @@ func (c *Controller) createFailed(ctx context.Context, it item, callErr error, e
 // unready reads the status of a backend snapshot (or group) that is not
 // known to be ready: a dynamic one cut earlier, or a pre-provisioned one.
 // It polls with a per-content backoff for as long as the content exists
-// (https://github.com/kubernetes-csi/external-snapshotter/issues/953: a
+// (external-snapshotter issue 953: a
 // snapshot never polled again stays unready forever).
 func (c *Controller) unready(ctx context.Context, it item) (workloop.Result, error) {
 	for _, d := range []*delays{c.polls, c.retries} {

@@ -1,5 +1,7 @@
 // Package validationtest builds snapshot objects for tests with functional
 // options: NewSnapshot("ns", "s1", FromPVC("data"), Ready("1Gi", "c1")).
+// Group snapshot objects too (groups.go): NewGroupClass, NewGroupSnapshot,
+// NewGroupContent.
 // An option applied to a kind it does not fit panics: that is a bug in the
 // test, not a case to handle.
 package validationtest

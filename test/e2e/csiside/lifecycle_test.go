@@ -139,7 +139,7 @@ func TestInProgressErrorRecovers(t *testing.T) {
 // A VolumeSnapshot deleted while its CreateSnapshot call is still in flight
 // (the backend already cut the snapshot, the answer has not come) leaves
 // nothing behind: the create is finished, then the snapshot deleted
-// (https://github.com/kubernetes-csi/external-snapshotter/issues/1388).
+// (external-snapshotter issue 1388).
 func TestDeleteWhileCreateInFlight(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -182,7 +182,7 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 
 // A CreateSnapshot that times out while the backend cuts the snapshot is
 // retried under the same name: ready, exactly one backend snapshot
-// (https://github.com/kubernetes-csi/external-snapshotter/issues/134).
+// (external-snapshotter issue 134).
 func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
 	s := newSetup(t, framework.ScenarioOptions{
 		Faults: []framework.FaultRule{{Method: "CreateSnapshot", HangUntilDeadline: true, Times: 1}},
