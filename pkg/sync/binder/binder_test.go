@@ -8,14 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
@@ -73,81 +71,104 @@ func TestDynamicSnapshotWithDefaultClassCreatesContentInThreeWrites(t *testing.T
 	}
 }
 
+// A problem of a dynamic subject is shown in its status and an event, once.
+// The class rules and the claim's state are the same for both kinds; the
+// group reads its claims by its selector (labelled pvc1 here).
 func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 	pvc, pv := testkit.BoundClaim("pvc1")
+	pvc.Labels = map[string]string{testkit.GroupLabel: testkit.GroupLabelValue}
 	unbound := pvc.DeepCopy()
 	unbound.Status.Phase = corev1.ClaimPending
 	deleting := pvc.DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{}
 	deleting.Finalizers = []string{"kubernetes.io/pvc-protection"}
 	cases := map[string]struct {
-		objs    []runtime.Object
-		vs      *snapv1.VolumeSnapshot
-		message string
-		reason  string
+		objs    func(k kind) []runtime.Object
+		subject []subjectOption
+		// message and reason in the snapshot kind's words; group is the
+		// group kind's message where it says more than other words.
+		message, group string
+		reason         string
+		snapshotOnly   bool
 	}{
 		"no default class names the annotation to set": {
-			objs: []runtime.Object{pvc, pv}, vs: testkit.Snapshot("s1"),
+			objs:    func(k kind) []runtime.Object { return objs(pvc, pv) },
 			message: "no default VolumeSnapshotClass for driver \"drv.example.com\"", reason: "SetDefaultSnapshotClassFailed",
 		},
 		"two default classes are named": {
-			objs:    []runtime.Object{pvc, pv, testkit.SnapshotClass("a", testkit.DefaultClass()), testkit.SnapshotClass("b", testkit.DefaultClass())},
-			vs:      testkit.Snapshot("s1"),
+			objs: func(k kind) []runtime.Object {
+				return objs(pvc, pv, k.class("a", testkit.DefaultClass()), k.class("b", testkit.DefaultClass()))
+			},
 			message: "2 VolumeSnapshotClasses are the default for driver \"drv.example.com\" (a, b)", reason: "SetDefaultSnapshotClassFailed",
 		},
 		"a class of another driver is refused": {
-			objs: []runtime.Object{pvc, pv, testkit.SnapshotClass("x", testkit.Driver("x.driver"))}, vs: testkit.Snapshot("s1", testkit.ClassName("x")),
-			message: "is for driver \"x.driver\" but the volume", reason: "GetSnapshotClassFailed",
+			objs:    func(k kind) []runtime.Object { return objs(pvc, pv, k.class("x", testkit.Driver("x.driver"))) },
+			subject: []subjectOption{testkit.ClassName("x")},
+			message: "is for driver \"x.driver\" but the volume", group: "is for driver \"x.driver\" but the chosen claims' volumes",
+			reason: "GetSnapshotClassFailed",
 		},
 		"a missing class is waited for": {
-			objs: []runtime.Object{pvc, pv}, vs: testkit.Snapshot("s1", testkit.ClassName("later")),
+			objs:    func(k kind) []runtime.Object { return objs(pvc, pv) },
+			subject: []subjectOption{testkit.ClassName("later")},
 			message: "VolumeSnapshotClass \"later\" does not exist yet", reason: "GetSnapshotClassFailed",
 		},
 		"a missing claim is waited for": {
-			objs: []runtime.Object{testkit.SnapshotClass("a", testkit.DefaultClass())}, vs: testkit.Snapshot("s1"),
+			objs:    func(k kind) []runtime.Object { return objs(k.class("a", testkit.DefaultClass())) },
 			message: "PersistentVolumeClaim ns/pvc1 does not exist yet", reason: "SnapshotContentCreationFailed",
+			snapshotOnly: true, // a group selects claims: none is missing, it matches none
 		},
 		"an unbound claim is waited for": {
-			objs: []runtime.Object{unbound, pv, testkit.SnapshotClass("a", testkit.DefaultClass())}, vs: testkit.Snapshot("s1"),
+			objs:    func(k kind) []runtime.Object { return objs(unbound, pv, k.class("a", testkit.DefaultClass())) },
 			message: "is not bound yet", reason: "SnapshotContentCreationFailed",
 		},
 		"a claim being deleted is refused and gets no finalizer": {
-			objs: []runtime.Object{deleting, pv, testkit.SnapshotClass("a", testkit.DefaultClass())}, vs: testkit.Snapshot("s1"),
+			objs:    func(k kind) []runtime.Object { return objs(deleting, pv, k.class("a", testkit.DefaultClass())) },
 			message: "is being deleted", reason: "SnapshotContentCreationFailed",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, append(tc.objs, tc.vs)...)
-			res, err := h.syncSnapshot("s1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.RequeueAfter == 0 {
-				t.Error("a waiting snapshot must be re-checked later")
-			}
-			if got := h.writes(); !slices.Equal(got, []string{"patch volumesnapshots/status"}) {
-				t.Fatalf("writes = %v, want one status patch", got)
-			}
-			st := h.getSnapshot("s1").Status
-			if st == nil || st.Error == nil || !strings.Contains(*st.Error.Message, tc.message) {
-				t.Fatalf("status %+v, want error containing %q", st, tc.message)
-			}
-			if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], tc.reason) {
-				t.Errorf("events = %v, want one %s", ev, tc.reason)
-			}
-			// Same problem again: no write, no event (transitions only).
-			h.api.ClearActions()
-			h.c.snapshots.VolumeSnapshots(testNS) // cache may lag; use the server copy
-			if err := h.c.setError(context.Background(), h.getSnapshot("s1"), problemf(tc.reason, "%s", *st.Error.Message)); err != nil {
-				t.Fatal(err)
-			}
-			if got := h.writes(); len(got) != 0 {
-				t.Errorf("repeating the same problem wrote %v", got)
-			}
+			forKinds(t, func(t *testing.T, k kind) {
+				if k.group && tc.snapshotOnly {
+					t.Skip("a rule of snapshots only")
+				}
+				message := k.says(tc.message)
+				if k.group && tc.group != "" {
+					message = tc.group
+				}
+				h := k.harness(t, append(tc.objs(k), k.subject("s1", tc.subject...))...)
+				res, err := k.sync(h, "s1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RequeueAfter == 0 {
+					t.Error("a waiting snapshot must be re-checked later")
+				}
+				if got := h.writes(); !slices.Equal(got, k.saysAll("patch volumesnapshots/status")) {
+					t.Fatalf("writes = %v, want one status patch", got)
+				}
+				st := k.statusError(k.get(h, "s1"))
+				if st == nil || !strings.Contains(*st.Message, message) {
+					t.Fatalf("status.error %+v, want an error containing %q", st, message)
+				}
+				if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], k.says(tc.reason)) {
+					t.Errorf("events = %v, want one %s", ev, k.says(tc.reason))
+				}
+				// Same problem again: no write, no event (transitions only).
+				// The cache may lag; the server copy is used.
+				h.api.ClearActions()
+				if err := h.c.report(context.Background(), k.live(h, "s1"), problemf(k.says(tc.reason), "%s", *st.Message)); err != nil {
+					t.Fatal(err)
+				}
+				if got := h.writes(); len(got) != 0 {
+					t.Errorf("repeating the same problem wrote %v", got)
+				}
+			})
 		})
 	}
 }
+
+func objs(o ...runtime.Object) []runtime.Object { return o }
 
 func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
 	pvc, pv := testkit.BoundClaim("pvc1")
@@ -181,112 +202,125 @@ func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
 
 func TestPreProvisionedBinding(t *testing.T) {
 	cases := map[string]struct {
-		vs      *snapv1.VolumeSnapshot
-		content *snapv1.VolumeSnapshotContent
+		// content is the pre-provisioned content "pre" of the subject named
+		// for (s1 or another).
+		for_    string
+		content []contentOption
 		writes  []string
 		message string
 	}{
 		"an unclaimed content gets the snapshot's uid and its finalizer in one write": {
-			vs:      testkit.Snapshot("s1", testkit.FromContent("pre")),
-			content: newContent(testkit.Snapshot("s1"), testkit.Named("pre"), testkit.PreProvisioned("h1"), testkit.RefUID(""), testkit.Finalizers()),
-			writes:  []string{"patch volumesnapshots", "patch volumesnapshotcontents"},
+			for_: "s1", content: []contentOption{testkit.RefUID(""), testkit.Finalizers()},
+			writes: []string{"patch volumesnapshots", "patch volumesnapshotcontents"},
 		},
 		"a content of another snapshot is refused": {
-			vs:      testkit.Snapshot("s1", testkit.FromContent("pre")),
-			content: newContent(testkit.Snapshot("other"), testkit.Named("pre"), testkit.PreProvisioned("h1")),
+			for_:    "other",
 			writes:  []string{"patch volumesnapshots/status"},
 			message: "is bound to VolumeSnapshot ns/other",
 		},
 		"a content claimed by an older namesake is refused": {
-			vs:      testkit.Snapshot("s1", testkit.FromContent("pre")),
-			content: newContent(testkit.Snapshot("s1"), testkit.Named("pre"), testkit.PreProvisioned("h1"), testkit.RefUID("old-uid")),
+			for_: "s1", content: []contentOption{testkit.RefUID("old-uid")},
 			writes:  []string{"patch volumesnapshots/status"},
 			message: "uid \"old-uid\"",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, tc.vs, tc.content)
-			if _, err := h.syncSnapshot("s1"); err != nil {
-				t.Fatal(err)
-			}
-			if got := h.writes(); !slices.Equal(got, tc.writes) {
-				t.Fatalf("writes = %v, want %v", got, tc.writes)
-			}
-			if tc.message == "" {
-				c := h.getContent("pre")
-				if c.Spec.VolumeSnapshotRef.UID != tc.vs.UID || !snapshot.HasFinalizer(c, snapshot.FinalizerContentBound) {
-					t.Fatalf("content not bound: %+v", c)
+			forKinds(t, func(t *testing.T, k kind) {
+				s := k.subject("s1", testkit.FromContent("pre"))
+				opts := append([]contentOption{testkit.Named("pre"), testkit.PreProvisioned("h1")}, tc.content...)
+				h := k.harness(t, s, k.content(k.subject(tc.for_), opts...))
+				if _, err := k.sync(h, "s1"); err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			st := h.getSnapshot("s1").Status
-			if st == nil || st.Error == nil || !strings.Contains(*st.Error.Message, tc.message) {
-				t.Fatalf("status %+v, want error %q", st, tc.message)
-			}
+				if got := h.writes(); !slices.Equal(got, k.saysAll(tc.writes...)) {
+					t.Fatalf("writes = %v, want %v", got, k.saysAll(tc.writes...))
+				}
+				if tc.message == "" {
+					c, ref := k.getContent(h, "pre")
+					if ref.UID != s.GetUID() || !snapshot.HasFinalizer(c, k.contentFinalizer()) {
+						t.Fatalf("content not bound: %+v", c)
+					}
+					return
+				}
+				st := k.statusError(k.get(h, "s1"))
+				if st == nil || !strings.Contains(*st.Message, k.says(tc.message)) {
+					t.Fatalf("status.error %+v, want error %q", st, k.says(tc.message))
+				}
+			})
 		})
 	}
 }
 
 func TestDeletion(t *testing.T) {
-	fins := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound, "other.io/keep")
-	vs := testkit.Snapshot("s1", testkit.Deleted(), fins, testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
-	pending := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "restore", Namespace: testNS},
-		Spec: corev1.PersistentVolumeClaimSpec{DataSource: &corev1.TypedLocalObjectReference{
-			APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: "s1"}},
-		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
-	}
+	const keep = "other.io/keep"
 	cases := map[string]struct {
-		objs       []runtime.Object
-		writes     []string
-		finalizers []string
+		// content is the subject's content, nil for none; restoring puts a
+		// claim restoring from it.
+		content   []contentOption
+		restoring bool
+		writes    []string
+		// released: only the other finalizer is left; else all stay.
+		released bool
 	}{
 		"a Delete content is marked and deleted; the snapshot waits for it": {
-			objs:       []runtime.Object{vs, newContent(vs, testkit.Ready("h"))},
-			writes:     []string{"patch volumesnapshotcontents", "delete volumesnapshotcontents"},
-			finalizers: vs.Finalizers,
+			content: []contentOption{testkit.Ready("h")},
+			writes:  []string{"patch volumesnapshotcontents", "delete volumesnapshotcontents"},
 		},
 		"a Retain content is marked and the snapshot released at once": {
-			objs:       []runtime.Object{vs, newContent(vs, testkit.Ready("h"), testkit.Retain())},
-			writes:     []string{"patch volumesnapshotcontents", "patch volumesnapshots"},
-			finalizers: []string{"other.io/keep"},
+			content:  []contentOption{testkit.Ready("h"), testkit.Retain()},
+			writes:   []string{"patch volumesnapshotcontents", "patch volumesnapshots"},
+			released: true,
 		},
 		"with the content gone the snapshot is released, other finalizers kept": {
-			objs:       []runtime.Object{vs},
-			writes:     []string{"patch volumesnapshots"},
-			finalizers: []string{"other.io/keep"},
+			writes:   []string{"patch volumesnapshots"},
+			released: true,
 		},
 		"a pending restore keeps every finalizer and leaves the content alone": {
-			objs:       []runtime.Object{vs, pending, newContent(vs, testkit.Ready("h"))},
-			writes:     nil,
-			finalizers: vs.Finalizers,
+			content:   []contentOption{testkit.Ready("h")},
+			restoring: true,
 		},
 		"a content of another snapshot is never touched": {
-			objs:       []runtime.Object{vs, newContent(vs, testkit.Ready("h"), testkit.RefUID("someone-else"))},
-			writes:     []string{"patch volumesnapshots"},
-			finalizers: []string{"other.io/keep"},
+			content:  []contentOption{testkit.Ready("h"), testkit.RefUID("someone-else")},
+			writes:   []string{"patch volumesnapshots"},
+			released: true,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, tc.objs...)
-			if _, err := h.syncSnapshot("s1"); err != nil {
-				t.Fatal(err)
-			}
-			if got := h.writes(); !slices.Equal(got, tc.writes) {
-				t.Fatalf("writes = %v, want %v", got, tc.writes)
-			}
-			if got := h.getSnapshot("s1").Finalizers; !slices.Equal(got, tc.finalizers) {
-				t.Errorf("finalizers = %v, want %v", got, tc.finalizers)
-			}
-			c, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{})
-			if err == nil && c.Spec.VolumeSnapshotRef.UID == vs.UID && len(tc.writes) > 0 && !snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) {
-				t.Error("own content lacks the being-deleted mark")
-			}
-			if err == nil && len(tc.writes) == 0 && (snapshot.HasAnnotation(c, snapshot.AnnBeingDeleted, snapshot.ValueYes) || c.DeletionTimestamp != nil) {
-				t.Error("the content of a snapshot a claim restores from was marked or deleted")
-			}
+			forKinds(t, func(t *testing.T, k kind) {
+				fins := append(k.ours(), keep)
+				s := k.subject("s1", testkit.Deleted(), testkit.Finalizers(fins...), testkit.BoundTo(k.contentName("uid-s1")))
+				objs := []runtime.Object{s}
+				if tc.content != nil {
+					objs = append(objs, k.content(s, tc.content...))
+				}
+				if tc.restoring {
+					objs = append(objs, k.restoring(s)...)
+				}
+				h := k.harness(t, objs...)
+				if _, err := k.sync(h, "s1"); err != nil {
+					t.Fatal(err)
+				}
+				if got := h.writes(); !slices.Equal(got, k.saysAll(tc.writes...)) {
+					t.Fatalf("writes = %v, want %v", got, k.saysAll(tc.writes...))
+				}
+				want := fins
+				if tc.released {
+					want = []string{keep}
+				}
+				if got := k.get(h, "s1").GetFinalizers(); !slices.Equal(got, want) {
+					t.Errorf("finalizers = %v, want %v", got, want)
+				}
+				c, ref := k.getContent(h, k.contentName("uid-s1"))
+				marked := c != nil && snapshot.HasAnnotation(c, k.beingDeleted(), snapshot.ValueYes)
+				if c != nil && ref.UID == s.GetUID() && len(tc.writes) > 0 && !marked {
+					t.Error("own content lacks the being-deleted mark")
+				}
+				if c != nil && len(tc.writes) == 0 && (marked || c.GetDeletionTimestamp() != nil) {
+					t.Error("the content of a snapshot a claim restores from was marked or deleted")
+				}
+			})
 		})
 	}
 }
@@ -342,23 +376,31 @@ func TestBackupToolContentGetsFinalizerBoundOrNot(t *testing.T) {
 
 func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 	pvc, pv := testkit.BoundClaim("pvc1")
+	pvc.Labels = map[string]string{testkit.GroupLabel: testkit.GroupLabelValue}
 	cases := map[string]struct {
 		verb, resource string
 		err            error
+		snapshotOnly   bool
 	}{
-		"a conflict on the snapshot": {"patch", "volumesnapshots", apierrors.NewConflict(schema.GroupResource{Resource: "volumesnapshots"}, "s1", nil)},
-		"a failing claim update":     {"update", "persistentvolumeclaims", apierrors.NewInternalError(errors.New("boom"))},
+		"a conflict on the snapshot": {verb: "patch", resource: "volumesnapshots", err: apierrors.NewConflict(schema.GroupResource{Resource: "volumesnapshots"}, "s1", nil)},
+		"a failing claim update": {verb: "update", resource: "persistentvolumeclaims", err: apierrors.NewInternalError(errors.New("boom")),
+			snapshotOnly: true}, // a group protects no claim
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, testkit.Snapshot("s1"), pvc, pv, testkit.SnapshotClass("gold", testkit.DefaultClass()))
-			h.api.Inject(testkit.Fault{Verb: tc.verb, Resource: tc.resource, Err: tc.err})
-			if _, err := h.syncSnapshot("s1"); err == nil {
-				t.Fatal("want the error back, for a rate-limited retry")
-			}
-			if _, err := h.api.Snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), snapshot.ContentNameFor("uid-s1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				t.Fatalf("content created although a protection write failed: %v", err)
-			}
+			forKinds(t, func(t *testing.T, k kind) {
+				if k.group && tc.snapshotOnly {
+					t.Skip("a rule of snapshots only")
+				}
+				h := k.harness(t, k.subject("s1"), pvc, pv, k.class("gold", testkit.DefaultClass()))
+				h.api.Inject(testkit.Fault{Verb: tc.verb, Resource: k.says(tc.resource), Err: tc.err})
+				if _, err := k.sync(h, "s1"); err == nil {
+					t.Fatal("want the error back, for a rate-limited retry")
+				}
+				if c, _ := k.getContent(h, k.contentName("uid-s1")); c != nil {
+					t.Fatal("content created although a protection write failed")
+				}
+			})
 		})
 	}
 }
@@ -371,58 +413,22 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 // checked for both kinds.
 func TestNoContentForASubjectGoneBehindTheCache(t *testing.T) {
 	pvc, pv := testkit.BoundClaim("pvc1")
-	pvc.Labels = map[string]string{"app": "db"}
-	vs := testkit.Snapshot("s1", testkit.ClassName("gold"), testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound))
-	gold := "gold"
-	g := &groupv1.VolumeGroupSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "g1", Namespace: testNS, UID: "uid-g1", Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}},
-		Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: &gold, Source: groupv1.VolumeGroupSnapshotSource{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
-	}
-	groupClass := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Driver: testDriver,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
-	cases := map[string]struct {
-		subject func(h *harness) subject
-		remove  func(ctx context.Context, h *harness) error
-		content string
-	}{
-		"snapshot": {
-			subject: func(h *harness) subject { return h.c.snap(h.getSnapshot("s1")) },
-			remove: func(ctx context.Context, h *harness) error {
-				return h.api.Snap.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, "s1", metav1.DeleteOptions{})
-			},
-			content: "volumesnapshotcontents",
-		},
-		"group": {
-			subject: func(h *harness) subject {
-				cached, err := h.c.groups.VolumeGroupSnapshots(testNS).Get("g1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return h.c.group(cached)
-			},
-			remove: func(ctx context.Context, h *harness) error {
-				return h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshots(testNS).Delete(ctx, "g1", metav1.DeleteOptions{})
-			},
-			content: "volumegroupsnapshotcontents",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			h := newHarnessWith(t, func(cfg *Config) { cfg.Groups = true }, vs, g, pvc, pv, testkit.SnapshotClass("gold"), groupClass)
-			cached := tc.subject(h)
-			if err := tc.remove(context.Background(), h); err != nil {
-				t.Fatal(err)
+	pvc.Labels = map[string]string{testkit.GroupLabel: testkit.GroupLabelValue}
+	forKinds(t, func(t *testing.T, k kind) {
+		s := k.subject("s1", testkit.ClassName("gold"), testkit.Finalizers(k.ours()...))
+		h := k.harness(t, s, pvc, pv, k.class("gold"))
+		cached := k.live(h, "s1")
+		if err := k.delete(h, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		h.api.ClearActions()
+		if _, err := h.c.dynamic(context.Background(), cached); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range h.writes() {
+			if strings.Contains(w, k.says("volumesnapshotcontents")) {
+				t.Errorf("wrote %q for a %s the API server no longer holds", w, k.name)
 			}
-			h.api.ClearActions()
-			if _, err := h.c.dynamic(context.Background(), cached); err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range h.writes() {
-				if strings.Contains(w, tc.content) {
-					t.Errorf("wrote %q for a %s the API server no longer holds", w, name)
-				}
-			}
-		})
-	}
+		}
+	})
 }

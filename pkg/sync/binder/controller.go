@@ -357,3 +357,11 @@ func (c *Controller) enqueueIndexed(idx cache.Indexer, index, value string) {
 		c.snapshotLoop.Add(k)
 	}
 }
+
+// informerHandler routes one informer's events to a key router.
+type informerHandler struct {
+	inf cache.SharedIndexInformer
+	fn  func(obj any)
+	// gone, when set, also hears the delete events.
+	gone func(obj any)
+}

@@ -24,7 +24,7 @@ import (
 // released at once.
 func (c *Controller) deleting(ctx context.Context, s subject) (workloop.Result, error) {
 	n, obj := s.names(), s.object()
-	s.releaseSource()
+	releaseSource(s)
 	if !hasAnyFinalizer(obj, n.finalizers) {
 		return workloop.Result{}, nil
 	}
@@ -59,7 +59,8 @@ func (c *Controller) deleting(ctx context.Context, s subject) (workloop.Result, 
 // when there is none) and whether to wait for an event before releasing
 // the subject. A vanished group's clean-up shares it.
 func (c *Controller) tearDownAll(ctx context.Context, s subject) (boundContent, bool, error) {
-	if s.holds(ctx) {
+	if why := s.deletionBlocker(); why != "" {
+		c.cfg.Recorder.Event(s.object(), corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending, why)
 		return nil, true, nil // the holder's events bring us back
 	}
 	content, err := s.ownContent(ctx)
@@ -74,8 +75,10 @@ func (c *Controller) tearDownAll(ctx context.Context, s subject) (boundContent, 
 			return content, false, err
 		}
 	}
-	if err := s.tornDown(ctx); err != nil {
-		return content, false, err
+	if o, ok := s.(owner); ok {
+		if err := o.deleteOwned(ctx); err != nil {
+			return content, false, err
+		}
 	}
 	// A Delete content's delete event brings the subject back once the
 	// CSI side removed the backend snapshot and its finalizer.

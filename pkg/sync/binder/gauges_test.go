@@ -5,14 +5,12 @@ import (
 	"testing"
 	"time"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
@@ -75,18 +73,10 @@ snapkeeper_snapshots{class="silver",driver="other.driver",phase="ready"} 0
 }
 
 func TestDefaultClassGauges(t *testing.T) {
-	groupClass := func(name, driver string, isDefault bool) *groupv1.VolumeGroupSnapshotClass {
-		c := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: driver,
-			DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
-		if isDefault {
-			c.Annotations = map[string]string{snapshot.AnnGroupDefaultClass: "true"}
-		}
-		return c
-	}
 	g := newGauges(t, func(c *Config) { c.Groups = true }, GaugeOptions{},
 		testkit.SnapshotClass("a", testkit.DefaultClass()), testkit.SnapshotClass("b", testkit.DefaultClass()),
 		testkit.SnapshotClass("c", testkit.Driver("other.driver")),
-		groupClass("ga", testDriver, true), groupClass("gb", "other.driver", false))
+		testkit.GroupClass("ga", testkit.DefaultClass()), testkit.GroupClass("gb", testkit.Driver("other.driver")))
 
 	want := `
 # HELP snapkeeper_driver_default_classes Default VolumeSnapshotClasses of each driver that has a class; more than 1 makes snapshots without a class fail.

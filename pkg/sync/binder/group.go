@@ -2,6 +2,7 @@ package binder
 
 import (
 	"context"
+	"fmt"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -77,7 +78,7 @@ var groupNames = kindNames{
 	misbound:         snapshot.ReasonGroupSnapshotContentMisbound, contentMissing: snapshot.ReasonGroupSnapshotContentMissing,
 	createFailed: snapshot.ReasonCreateGroupSnapshotContentFailed,
 	creating:     snapshot.ReasonCreatingGroupSnapshot, creatingMessage: "Waiting for group snapshot %s/%s to be created by the CSI driver.",
-	cut: snapshot.ReasonGroupSnapshotCreated, cutMessage: "GroupSnapshot %s/%s was successfully created by the CSI driver.",
+	created: snapshot.ReasonGroupSnapshotCreated, createdMessage: "GroupSnapshot %s/%s was successfully created by the CSI driver.",
 	ready: snapshot.ReasonGroupSnapshotReady, readyMessage: "GroupSnapshot %s/%s is ready to use.",
 }
 
@@ -102,9 +103,6 @@ func (g group) finalizersFor(snapv1.DeletionPolicy) []string { return groupNames
 func (g group) namedContent() string {
 	return ptr.Deref(g.Spec.Source.VolumeGroupSnapshotContentName, "")
 }
-func (g group) waitsForGroup() bool                      { return false }
-func (g group) keep(*writer.Patch, boundContent)         {}
-func (g group) releaseSource()                           {}
 func (g group) statusError() *snapv1.VolumeSnapshotError { return groupStatus(g).Error }
 func (g group) boundName() string {
 	return ptr.Deref(groupStatus(g).BoundVolumeGroupSnapshotContentName, "")
@@ -114,10 +112,10 @@ func (g group) content() boundContent {
 	return asGroupContent(g.c.groupContentOf(g.VolumeGroupSnapshot))
 }
 
-func (g group) preProvisioned() (boundContent, *problem) {
-	content, prob := preProvisioned(staticGroup, g.namedContent(), g.c.groupContents.Get,
-		func(content *groupv1.VolumeGroupSnapshotContent) staticContent {
-			return staticContent{ref: content.Spec.VolumeGroupSnapshotRef, dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}
+func (g group) findNamedContent() (boundContent, *problem) {
+	content, prob := checkNamedContent(groupNamedContent, g.namedContent(), g.c.groupContents.Get,
+		func(content *groupv1.VolumeGroupSnapshotContent) namedContentFacts {
+			return namedContentFacts{ref: content.Spec.VolumeGroupSnapshotRef, dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}
 		}, g.Namespace, g.Name, g.UID)
 	if prob != nil {
 		return nil, prob
@@ -125,12 +123,12 @@ func (g group) preProvisioned() (boundContent, *problem) {
 	return groupContent{content}, nil
 }
 
-func (g group) plan(context.Context) (*cut, *problem) {
+func (g group) plan(context.Context) (*dynamicPlan, *problem) {
 	plan, prob := g.c.planGroup(g.VolumeGroupSnapshot)
 	if prob != nil {
 		return nil, prob
 	}
-	return &cut{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g.VolumeGroupSnapshot, plan)}}, nil
+	return &dynamicPlan{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g.VolumeGroupSnapshot, plan)}}, nil
 }
 
 // dynamicMismatch: a pre-provisioned content named like a dynamic group's.
@@ -159,15 +157,15 @@ func (g group) specProblem() *problem {
 	return nil
 }
 
-func (g group) shown() *shown {
+func (g group) currentStatus() *statusView {
 	st := g.Status
 	if st == nil {
 		return nil
 	}
-	return &shown{Content: st.BoundVolumeGroupSnapshotContentName, CreationTime: st.CreationTime, ReadyToUse: st.ReadyToUse, Error: st.Error}
+	return &statusView{Content: st.BoundVolumeGroupSnapshotContentName, CreationTime: st.CreationTime, ReadyToUse: st.ReadyToUse, Error: st.Error}
 }
 
-func (g group) statusPatch(st *shown) map[string]any {
+func (g group) statusPatch(st *statusView) map[string]any {
 	return map[string]any{
 		"boundVolumeGroupSnapshotContentName": st.Content,
 		"creationTime":                        st.CreationTime,
@@ -176,9 +174,9 @@ func (g group) statusPatch(st *shown) map[string]any {
 	}
 }
 
-// desired makes the members of a dynamic group the driver cut; the group is
+// targetStatus makes the members of a dynamic group the driver cut; the group is
 // ready only once its content is and every member exists.
-func (g group) desired(ctx context.Context, content boundContent) (*want, error) {
+func (g group) targetStatus(ctx context.Context, content boundContent) (*target, error) {
 	complete, err := g.c.ensureMembers(ctx, g.VolumeGroupSnapshot, content.(groupContent).VolumeGroupSnapshotContent)
 	if err != nil {
 		if serr := g.c.report(ctx, g, problemf(snapshot.ReasonGroupSnapshotMemberFailed,
@@ -187,19 +185,17 @@ func (g group) desired(ctx context.Context, content boundContent) (*want, error)
 		}
 		return nil, err
 	}
-	return &want{shown: mirrored(content, complete)}, nil
+	return &target{status: statusFromContent(content, complete)}, nil
 }
 
-// holds: a claim restoring from any member.
-func (g group) holds(context.Context) bool {
+// deletionBlocker: a claim restoring from any member.
+func (g group) deletionBlocker() string {
 	for _, vs := range g.c.groupMembers(g.VolumeGroupSnapshot) {
 		if restoring := g.c.restoringClaims(vs); len(restoring) > 0 {
-			g.c.cfg.Recorder.Eventf(g.VolumeGroupSnapshot, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
-				"Group snapshot is being deleted; it and its members stay until claim %s finishes restoring from member %s", restoring[0], vs.Name)
-			return true
+			return fmt.Sprintf("Group snapshot is being deleted; it and its members stay until claim %s finishes restoring from member %s", restoring[0], vs.Name)
 		}
 	}
-	return false
+	return ""
 }
 
 func (g group) ownContent(context.Context) (boundContent, error) {
@@ -210,9 +206,9 @@ func (g group) ownContent(context.Context) (boundContent, error) {
 	return groupContent{content}, nil
 }
 
-// tornDown deletes the members; each is released once the group is gone
+// deleteOwned deletes the members; each is released once the group is gone
 // (deleting).
-func (g group) tornDown(ctx context.Context) error {
+func (g group) deleteOwned(ctx context.Context) error {
 	for _, vs := range g.c.groupMembers(g.VolumeGroupSnapshot) {
 		if vs.DeletionTimestamp != nil || g.c.lag.DeleteSent(vs.UID) {
 			continue

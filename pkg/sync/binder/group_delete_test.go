@@ -4,9 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -20,19 +17,9 @@ import (
 // member is still found by the name the group's UID and its volume give
 // it; a snapshot of the same namespace that is no member is not.
 func TestGroupMembersSurviveStrippedOwnerReferences(t *testing.T) {
-	g := &groupv1.VolumeGroupSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: testNS, UID: "uid-g", Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}},
-	}
-	content := &groupv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: snapshot.GroupContentNameFor(g.UID)},
-		Spec: groupv1.VolumeGroupSnapshotContentSpec{
-			VolumeGroupSnapshotRef: corev1.ObjectReference{Namespace: testNS, Name: "g", UID: g.UID},
-			DeletionPolicy:         snapv1.VolumeSnapshotContentDelete, Driver: testDriver,
-		},
-		Status: &groupv1.VolumeGroupSnapshotContentStatus{VolumeSnapshotInfoList: []groupv1.VolumeSnapshotInfo{
-			{VolumeHandle: "vol-1", SnapshotHandle: "s-1"}, {VolumeHandle: "vol-2", SnapshotHandle: "s-2"},
-		}},
-	}
+	g := testkit.GroupSnapshot("g", testkit.Finalizers(snapshot.FinalizerGroupSnapshotBound))
+	content := testkit.GroupContent(snapshot.GroupContentNameFor(g.UID), testkit.RefTo(testNS, "g", g.UID),
+		testkit.GroupStatus(testkit.GroupCut("group-1", true, testkit.Member("vol-1", "s-1", true), testkit.Member("vol-2", "s-2", true))))
 	owned := testkit.Snapshot(snapshot.MemberSnapshotName(g.UID, "vol-1"))
 	owned.OwnerReferences = []metav1.OwnerReference{snapshot.GroupOwnerReference(g)}
 	stripped := testkit.Snapshot(snapshot.MemberSnapshotName(g.UID, "vol-2"))

@@ -168,3 +168,90 @@ func (c *Controller) volumeByHandle(driver, handle string) *corev1.PersistentVol
 	pv, _ := objs[0].(*corev1.PersistentVolume)
 	return pv
 }
+
+// groupOf names the group a snapshot belongs to: the owner of a member, or,
+// for a pre-provisioned member whose content carries a backend group id,
+// the group bound to the group content with that id. "" when none.
+func (c *Controller) groupOf(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) string {
+	if g := snapshot.GroupOwner(vs); g != "" {
+		return g
+	}
+	if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
+		return *vs.Status.VolumeGroupSnapshotName
+	}
+	if c.groupContentIndex == nil || content == nil || content.Status == nil || content.Status.VolumeGroupSnapshotHandle == nil {
+		return ""
+	}
+	objs, err := c.groupContentIndex.ByIndex(indexByGroupHandle, *content.Status.VolumeGroupSnapshotHandle)
+	if err != nil {
+		return ""
+	}
+	for _, o := range objs {
+		if gc, ok := o.(*groupv1.VolumeGroupSnapshotContent); ok && gc.Spec.VolumeGroupSnapshotRef.Namespace == vs.Namespace {
+			return gc.Spec.VolumeGroupSnapshotRef.Name
+		}
+	}
+	return ""
+}
+
+// liveGroup returns the group named name in vs's namespace, or nil.
+func (c *Controller) liveGroup(namespace, name string) *groupv1.VolumeGroupSnapshot {
+	if c.groups == nil || name == "" {
+		return nil
+	}
+	g, err := c.groups.VolumeGroupSnapshots(namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return g
+}
+
+// isMember reports whether vs is a member of a dynamic group (made by
+// ensureMembers): it is never given a content of its own.
+func isMember(vs *snapv1.VolumeSnapshot) bool { return snapshot.GroupOwner(vs) != "" }
+
+// groupMembers are the snapshots a group owns: by owner reference (by
+// name, and by UID where the reference carries one: an earlier group of
+// the same name owns its own), and, for a dynamic group, the members named
+// after its UID and the volumes its content lists. The names matter when
+// the group is deleted with Orphan propagation: the garbage collector
+// strips the owner references while the binder deletes the members, and a
+// member it stripped first would otherwise stay behind.
+func (c *Controller) groupMembers(g *groupv1.VolumeGroupSnapshot) []*snapv1.VolumeSnapshot {
+	objs, err := c.snapIndex.ByIndex(indexByGroup, objKey(g.Namespace, g.Name))
+	if err != nil {
+		return nil
+	}
+	out := make([]*snapv1.VolumeSnapshot, 0, len(objs))
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if vs, ok := o.(*snapv1.VolumeSnapshot); ok && ownedBy(vs, g) {
+			out = append(out, vs)
+			seen[vs.Name] = true
+		}
+	}
+	content := c.groupContentOf(g)
+	if content == nil || content.Spec.Source.GroupSnapshotHandles != nil || content.Status == nil {
+		return out // none, or pre-provisioned: its members are the user's
+	}
+	for _, info := range content.Status.VolumeSnapshotInfoList {
+		name := snapshot.MemberSnapshotName(g.UID, info.VolumeHandle)
+		if seen[name] {
+			continue
+		}
+		if vs, err := c.snapshots.VolumeSnapshots(g.Namespace).Get(name); err == nil {
+			out = append(out, vs)
+			seen[name] = true
+		}
+	}
+	return out
+}
+
+func ownedBy(vs *snapv1.VolumeSnapshot, g *groupv1.VolumeGroupSnapshot) bool {
+	for _, o := range vs.OwnerReferences {
+		if o.Kind == snapshot.KindGroupSnapshot && o.Name == g.Name {
+			return o.UID == "" || g.UID == "" || o.UID == g.UID
+		}
+	}
+	return false
+}

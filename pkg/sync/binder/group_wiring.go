@@ -6,19 +6,10 @@ import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
-
-// informerHandler routes one informer's events to a key router.
-type informerHandler struct {
-	inf cache.SharedIndexInformer
-	fn  func(obj any)
-	// gone, when set, also hears the delete events.
-	gone func(obj any)
-}
 
 // wireGroups requests the group informers and makes the group loop.
 func (c *Controller) wireGroups() ([]informerHandler, error) {
@@ -82,47 +73,6 @@ func (c *Controller) enqueueWaitingGroups(namespace string) {
 		}
 	}
 }
-
-// groupOf names the group a snapshot belongs to: the owner of a member, or,
-// for a pre-provisioned member whose content carries a backend group id,
-// the group bound to the group content with that id. "" when none.
-func (c *Controller) groupOf(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) string {
-	if g := snapshot.GroupOwner(vs); g != "" {
-		return g
-	}
-	if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
-		return *vs.Status.VolumeGroupSnapshotName
-	}
-	if c.groupContentIndex == nil || content == nil || content.Status == nil || content.Status.VolumeGroupSnapshotHandle == nil {
-		return ""
-	}
-	objs, err := c.groupContentIndex.ByIndex(indexByGroupHandle, *content.Status.VolumeGroupSnapshotHandle)
-	if err != nil {
-		return ""
-	}
-	for _, o := range objs {
-		if gc, ok := o.(*groupv1.VolumeGroupSnapshotContent); ok && gc.Spec.VolumeGroupSnapshotRef.Namespace == vs.Namespace {
-			return gc.Spec.VolumeGroupSnapshotRef.Name
-		}
-	}
-	return ""
-}
-
-// liveGroup returns the group named name in vs's namespace, or nil.
-func (c *Controller) liveGroup(namespace, name string) *groupv1.VolumeGroupSnapshot {
-	if c.groups == nil || name == "" {
-		return nil
-	}
-	g, err := c.groups.VolumeGroupSnapshots(namespace).Get(name)
-	if err != nil {
-		return nil
-	}
-	return g
-}
-
-// isMember reports whether vs is a member of a dynamic group (made by
-// ensureMembers): it is never given a content of its own.
-func isMember(vs *snapv1.VolumeSnapshot) bool { return snapshot.GroupOwner(vs) != "" }
 
 // enqueueGroupOfMember queues the group that owns the snapshot with key
 // namespace/name, if any: a group being deleted waits for claims that

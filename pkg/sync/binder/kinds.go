@@ -48,42 +48,28 @@ type subject interface {
 	namedContent() string
 	// boundName is the content status names, or "".
 	boundName() string
-	// shown is what the binder owns of the status (nil without a status).
-	shown() *shown
+	// statusView is what the binder owns of the status (nil without a status).
+	currentStatus() *statusView
 
 	// content is the content it is (or will be) bound to, from the cache
 	// or as created a moment ago, or nil.
 	content() boundContent
-	// preProvisioned is the content namedContent names, or the problem that
+	// findNamedContent is the content namedContent names, or the problem that
 	// keeps them from binding.
-	preProvisioned() (boundContent, *problem)
-	// dynamicMismatch is the problem of a dynamic subject whose content is
-	// not a dynamic one, or nil.
-	dynamicMismatch(content boundContent) *problem
-	// waitsForGroup: a dynamic subject whose content another step makes (a
-	// group's member).
-	waitsForGroup() bool
+	findNamedContent() (boundContent, *problem)
 	// plan is what a dynamic subject's content is cut from, or the problem
 	// the user must fix (or wait out).
-	plan(ctx context.Context) (*cut, *problem)
-	// keep adds to p what a bound subject keeps on itself besides the
-	// finalizers of content's policy.
-	keep(p *writer.Patch, content boundContent)
-	// desired brings what a bound subject depends on in line (a group's
+	plan(ctx context.Context) (*dynamicPlan, *problem)
+	// targetStatus brings what a bound subject depends on in line (a group's
 	// members) and returns the status it should show.
-	desired(ctx context.Context, content boundContent) (*want, error)
-	// releaseSource is called when the subject no longer holds its source:
-	// once it is ready, and when it is deleted (a snapshot's claim may go).
-	releaseSource()
-	// holds reports (with an event) what keeps a deleted subject and its
-	// content as they are: a claim restoring from it, a live group.
-	holds(ctx context.Context) bool
+	targetStatus(ctx context.Context, content boundContent) (*target, error)
+	// deletionBlocker is what keeps a deleted subject and its content as
+	// they are (a claim restoring from it, a live group), said as the
+	// Warning event the caller sends, or "".
+	deletionBlocker() string
 	// ownContent is the content bound to this very subject, read from the
 	// API server where the cache may lag, or nil.
 	ownContent(ctx context.Context) (boundContent, error)
-	// tornDown deletes what a deleted subject owns besides its content (a
-	// group's members).
-	tornDown(ctx context.Context) error
 	// classDriver is the driver of the subject's class, or "".
 	classDriver() string
 
@@ -91,9 +77,52 @@ type subject interface {
 	patchStatus(ctx context.Context, fields map[string]any) error
 	// statusPatch renders a full merge patch of the status: absent fields
 	// are sent as null so a stale error or size is cleared.
-	statusPatch(s *shown) map[string]any
+	statusPatch(s *statusView) map[string]any
 	// readLive reads the subject from the API server; nil when it is gone.
 	readLive(ctx context.Context) (object, error)
+}
+
+// The hooks only one kind has: the steps ask for them, and a kind without
+// one has nothing to do there (no no-op methods).
+type (
+	// contentChecker: a group checks that the content it is bound to is a
+	// dynamic one (dynamicMismatch is that problem, or nil).
+	contentChecker interface {
+		dynamicMismatch(content boundContent) *problem
+	}
+	// groupMember: a snapshot whose content a group makes (waitsForGroup)
+	// is never cut on its own.
+	groupMember interface{ waitsForGroup() bool }
+	// metadataKeeper: a snapshot adds to p what it keeps on itself while
+	// bound, besides the finalizers of content's policy.
+	metadataKeeper interface {
+		boundMetadata(p *writer.Patch, content boundContent)
+	}
+	// sourceHolder: a snapshot releases its claim (releaseSource) once it
+	// no longer needs it: when it is ready, and when it is deleted.
+	sourceHolder interface{ releaseSource() }
+	// owner: a group deletes what it owns besides its content, its members
+	// (deleteOwned).
+	owner interface {
+		deleteOwned(ctx context.Context) error
+	}
+)
+
+// Each kind has the hooks the steps expect of it: a changed signature would
+// otherwise silently skip a step.
+var (
+	_ contentChecker = group{}
+	_ groupMember    = snap{}
+	_ metadataKeeper = snap{}
+	_ sourceHolder   = snap{}
+	_ owner          = group{}
+)
+
+// releaseSource releases s's source if its kind holds one.
+func releaseSource(s subject) {
+	if h, ok := s.(sourceHolder); ok {
+		h.releaseSource()
+	}
 }
 
 // boundContent is a VolumeSnapshotContent or a VolumeGroupSnapshotContent.
@@ -127,10 +156,10 @@ type contentStatus struct {
 	err          *snapv1.VolumeSnapshotError
 }
 
-// shown is what the binder owns of a subject's status, for both kinds (a
+// statusView is what the binder owns of a subject's status, for both kinds (a
 // group has no restore size and names no group). Its fields are exported
 // for equality.Semantic, which compares restore sizes by value.
-type shown struct {
+type statusView struct {
 	Content      *string
 	CreationTime *metav1.Time
 	ReadyToUse   *bool
@@ -139,19 +168,19 @@ type shown struct {
 	Group        *string
 }
 
-// want is the status a bound subject should show. noCSI, when set, is the
+// target is the status a bound subject should show. noCSI, when set, is the
 // error of a driver without a CSI side (csipresence.go); lookAgain when to
 // check that again.
-type want struct {
-	shown     *shown
+type target struct {
+	status    *statusView
 	noCSI     *snapv1.VolumeSnapshotError
 	lookAgain time.Duration
 }
 
-// cut is a dynamic subject's plan: the finalizers the subject needs before
+// dynamicPlan is a dynamic subject's plan: the finalizers the subject needs before
 // its content exists, the class it resolved, a claim protected with it, and
 // the content to create.
-type cut struct {
+type dynamicPlan struct {
 	finalizers []string
 	class      string
 	claim      *corev1.PersistentVolumeClaim
@@ -174,23 +203,23 @@ type kindNames struct {
 	// than writing the subject's over it.
 	keepContentClass bool
 	ops              ops
-	// Event reasons; creating (with creatingMessage) and cut (cutMessage)
+	// Event reasons; creating (with creatingMessage) and created (createdMessage)
 	// are "" for a kind without that event. Messages take namespace, name.
 	misbound, contentMissing, createFailed string
 	creating, creatingMessage              string
-	cut, cutMessage                        string
+	created, createdMessage                string
 	ready, readyMessage                    string
 }
 
-// mirrored is the status a subject should show of its content's: bound to
+// statusFromContent is the status a subject should show of its content's: bound to
 // it, readyToUse=false until the CSI side reports (and, for a group, until
 // every member exists: complete), its creation time to the second (the API
 // stores times so: compare what will be stored), its size, and its error (an
 // error no longer on the content is cleared).
-func mirrored(content boundContent, complete bool) *shown {
+func statusFromContent(content boundContent, complete bool) *statusView {
 	name := content.object().GetName()
 	ready := false
-	st := &shown{Content: &name, ReadyToUse: &ready}
+	st := &statusView{Content: &name, ReadyToUse: &ready}
 	cs := content.status()
 	if cs.creationTime != nil {
 		t := metav1.NewTime(cs.creationTime.Truncate(time.Second))

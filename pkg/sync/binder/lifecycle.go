@@ -41,7 +41,7 @@ func (c *Controller) sync(ctx context.Context, s subject) (workloop.Result, erro
 		return c.failed(ctx, s, p)
 	}
 	if s.namedContent() != "" {
-		return c.preProvisioned(ctx, s)
+		return c.bindNamedContent(ctx, s)
 	}
 	return c.dynamic(ctx, s)
 }
@@ -50,12 +50,14 @@ func (c *Controller) sync(ctx context.Context, s subject) (workloop.Result, erro
 func (c *Controller) dynamic(ctx context.Context, s subject) (workloop.Result, error) {
 	n := s.names()
 	if content := s.content(); content != nil {
-		if p := s.dynamicMismatch(content); p != nil {
-			return c.failed(ctx, s, p)
+		if cc, ok := s.(contentChecker); ok {
+			if p := cc.dynamicMismatch(content); p != nil {
+				return c.failed(ctx, s, p)
+			}
 		}
 		return c.bound(ctx, s, content)
 	}
-	if s.waitsForGroup() {
+	if m, ok := s.(groupMember); ok && m.waitsForGroup() {
 		// A member of a group is never cut on its own: the group makes
 		// its content right after it, and that content's event brings the
 		// snapshot back.
@@ -103,7 +105,7 @@ func (c *Controller) dynamic(ctx context.Context, s subject) (workloop.Result, e
 // resolved default class in one write, and its source claim's protection;
 // they are independent of each other, so they are sent together. It
 // reports whether the content may be made.
-func (c *Controller) protect(ctx context.Context, s subject, plan *cut) (bool, error) {
+func (c *Controller) protect(ctx context.Context, s subject, plan *dynamicPlan) (bool, error) {
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(s.object(), plan.finalizers...)
 	if s.class() == "" {
@@ -161,12 +163,12 @@ func (c *Controller) stillProtected(ctx context.Context, s subject, fs []string)
 	return true, nil
 }
 
-// preProvisioned binds a subject to the content it names: the subject's
+// bindNamedContent binds a subject to the content it names: the subject's
 // finalizers first, then the content's finalizer and, once, its reference's
 // uid (with the subject's class), guarded by the content's resourceVersion
 // so a concurrent bind of another subject cannot be overwritten.
-func (c *Controller) preProvisioned(ctx context.Context, s subject) (workloop.Result, error) {
-	content, prob := s.preProvisioned()
+func (c *Controller) bindNamedContent(ctx context.Context, s subject) (workloop.Result, error) {
+	content, prob := s.findNamedContent()
 	if prob != nil {
 		return c.failed(ctx, s, prob)
 	}
@@ -208,34 +210,36 @@ func (c *Controller) bound(ctx context.Context, s subject, content boundContent)
 	}
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy())...)
-	s.keep(p, content)
+	if k, ok := s.(metadataKeeper); ok {
+		k.boundMetadata(p, content)
+	}
 	if err := s.patchMeta(ctx, p); err != nil {
 		return workloop.Result{}, err
 	}
-	w, err := s.desired(ctx, content)
+	w, err := s.targetStatus(ctx, content)
 	if err != nil {
 		return workloop.Result{}, err
 	}
-	if err := c.mirror(ctx, s, content, w); err != nil {
+	if err := c.writeStatus(ctx, s, content, w); err != nil {
 		return workloop.Result{}, err
 	}
-	if !*w.shown.ReadyToUse {
+	if !*w.status.ReadyToUse {
 		return workloop.Result{RequeueAfter: minPositive(c.recheck(), w.lookAgain)}, nil
 	}
-	s.releaseSource()
+	releaseSource(s)
 	return workloop.Result{}, nil
 }
 
-// mirror writes the subject's status when its content changed it, with an
+// writeStatus writes the subject's status when its content changed it, with an
 // event on the transitions a user cares about. The create operation ends
 // when the subject is cut (it gets its creationTime), the create-and-ready
 // operation when it is ready.
-func (c *Controller) mirror(ctx context.Context, s subject, content boundContent, w *want) error {
-	st := w.shown
+func (c *Controller) writeStatus(ctx context.Context, s subject, content boundContent, w *target) error {
+	st := w.status
 	if st.Error == nil && w.noCSI != nil {
 		st.Error = w.noCSI
 	}
-	had := s.shown()
+	had := s.currentStatus()
 	if had != nil && equality.Semantic.DeepEqual(had, st) {
 		return nil
 	}
@@ -245,8 +249,8 @@ func (c *Controller) mirror(ctx context.Context, s subject, content boundContent
 	n, obj := s.names(), s.object()
 	typ, created := kindType(s), obj.GetCreationTimestamp().Time
 	if st.CreationTime != nil && (had == nil || had.CreationTime == nil) {
-		if n.cut != "" {
-			c.cfg.Recorder.Eventf(obj, corev1.EventTypeNormal, n.cut, n.cutMessage, obj.GetNamespace(), obj.GetName())
+		if n.created != "" {
+			c.cfg.Recorder.Eventf(obj, corev1.EventTypeNormal, n.created, n.createdMessage, obj.GetNamespace(), obj.GetName())
 		}
 		c.cfg.Metrics.finish(obj.GetUID(), n.ops.create, content.driver(), typ, "success", created)
 	}
@@ -262,7 +266,7 @@ func (c *Controller) mirror(ctx context.Context, s subject, content boundContent
 }
 
 // says reports whether a status shows the error msg.
-func (s *shown) says(msg string) bool {
+func (s *statusView) says(msg string) bool {
 	return s != nil && s.Error != nil && s.Error.Message != nil && *s.Error.Message == msg
 }
 

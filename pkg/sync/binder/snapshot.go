@@ -2,6 +2,7 @@ package binder
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -107,8 +108,6 @@ func (s snap) finalizersFor(policy snapv1.DeletionPolicy) []string { return snap
 func (s snap) namedContent() string                                { return ptr.Deref(s.Spec.Source.VolumeSnapshotContentName, "") }
 func (s snap) waitsForGroup() bool                                 { return isMember(s.VolumeSnapshot) }
 func (s snap) classDriver() string                                 { return s.c.classDriver(s.class()) }
-func (s snap) dynamicMismatch(boundContent) *problem               { return nil }
-func (s snap) tornDown(context.Context) error                      { return nil }
 
 func (s snap) statusError() *snapv1.VolumeSnapshotError {
 	if s.Status == nil {
@@ -131,16 +130,16 @@ func (s snap) boundName() string {
 	return ptr.Deref(s.Status.BoundVolumeSnapshotContentName, "")
 }
 
-func (s snap) shown() *shown {
+func (s snap) currentStatus() *statusView {
 	st := s.Status
 	if st == nil {
 		return nil
 	}
-	return &shown{Content: st.BoundVolumeSnapshotContentName, CreationTime: st.CreationTime, ReadyToUse: st.ReadyToUse,
+	return &statusView{Content: st.BoundVolumeSnapshotContentName, CreationTime: st.CreationTime, ReadyToUse: st.ReadyToUse,
 		RestoreSize: st.RestoreSize, Error: st.Error, Group: st.VolumeGroupSnapshotName}
 }
 
-func (s snap) statusPatch(st *shown) map[string]any {
+func (s snap) statusPatch(st *statusView) map[string]any {
 	return map[string]any{
 		"boundVolumeSnapshotContentName": st.Content,
 		"creationTime":                   st.CreationTime,
@@ -158,10 +157,10 @@ func (s snap) content() boundContent {
 	return nil
 }
 
-func (s snap) preProvisioned() (boundContent, *problem) {
-	content, prob := preProvisioned(staticSnapshot, s.namedContent(), s.c.contents.Get,
-		func(content *snapv1.VolumeSnapshotContent) staticContent {
-			return staticContent{ref: content.Spec.VolumeSnapshotRef, dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}
+func (s snap) findNamedContent() (boundContent, *problem) {
+	content, prob := checkNamedContent(snapshotNamedContent, s.namedContent(), s.c.contents.Get,
+		func(content *snapv1.VolumeSnapshotContent) namedContentFacts {
+			return namedContentFacts{ref: content.Spec.VolumeSnapshotRef, dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}
 		}, s.Namespace, s.Name, s.UID)
 	if prob != nil {
 		return nil, prob
@@ -169,12 +168,12 @@ func (s snap) preProvisioned() (boundContent, *problem) {
 	return snapContent{content}, nil
 }
 
-func (s snap) plan(ctx context.Context) (*cut, *problem) {
+func (s snap) plan(ctx context.Context) (*dynamicPlan, *problem) {
 	plan, prob := s.c.planContent(ctx, s.VolumeSnapshot)
 	if prob != nil {
 		return nil, prob
 	}
-	return &cut{
+	return &dynamicPlan{
 		finalizers: snapshotFinalizers(plan.class.DeletionPolicy),
 		class:      plan.class.Name,
 		claim:      plan.pvc,
@@ -182,9 +181,9 @@ func (s snap) plan(ctx context.Context) (*cut, *problem) {
 	}, nil
 }
 
-// keep: a Retain content leaves the bound finalizer off, and a
+// boundMetadata: a Retain content leaves the bound finalizer off, and a
 // pre-provisioned member is adopted by its live group.
-func (s snap) keep(p *writer.Patch, content boundContent) {
+func (s snap) boundMetadata(p *writer.Patch, content boundContent) {
 	vs := s.VolumeSnapshot
 	if content.policy() == snapv1.VolumeSnapshotContentRetain {
 		p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
@@ -196,16 +195,16 @@ func (s snap) keep(p *writer.Patch, content boundContent) {
 	}
 }
 
-// desired is the content's status, with the group the snapshot is a member
+// targetStatus is the content's status, with the group the snapshot is a member
 // of and the error of a driver without a CSI side.
-func (s snap) desired(_ context.Context, content boundContent) (*want, error) {
+func (s snap) targetStatus(_ context.Context, content boundContent) (*target, error) {
 	vsc := content.(snapContent).VolumeSnapshotContent
-	st := mirrored(content, true)
+	st := statusFromContent(content, true)
 	if group := s.c.groupOf(s.VolumeSnapshot, vsc); group != "" {
 		st.Group = &group
 	}
 	noCSI, lookAgain := s.c.presence.check(s.VolumeSnapshot, vsc, time.Now())
-	return &want{shown: st, noCSI: noCSI, lookAgain: lookAgain}, nil
+	return &target{status: st, noCSI: noCSI, lookAgain: lookAgain}, nil
 }
 
 // releaseSource: the source claim may go.
@@ -215,21 +214,17 @@ func (s snap) releaseSource() {
 	}
 }
 
-// holds: a claim restoring from the snapshot, or its live group.
-func (s snap) holds(context.Context) bool {
+// deletionBlocker: a claim restoring from the snapshot, or its live group.
+func (s snap) deletionBlocker() string {
 	vs := s.VolumeSnapshot
 	if restoring := s.c.restoringClaims(vs); len(restoring) > 0 {
-		s.c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
-			"Snapshot is being deleted; it and its content stay until claim %s finishes restoring from it", restoring[0])
-		return true
+		return fmt.Sprintf("Snapshot is being deleted; it and its content stay until claim %s finishes restoring from it", restoring[0])
 	}
 	if g := s.c.groupOf(vs, s.c.contentOf(vs)); s.c.liveGroup(vs.Namespace, g) != nil {
-		s.c.cfg.Recorder.Eventf(vs, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending,
-			"Snapshot %s/%s is a member of group snapshot %s and cannot be deleted on its own; delete VolumeGroupSnapshot %s/%s to delete all its members",
+		return fmt.Sprintf("Snapshot %s/%s is a member of group snapshot %s and cannot be deleted on its own; delete VolumeGroupSnapshot %s/%s to delete all its members",
 			vs.Namespace, vs.Name, g, vs.Namespace, g)
-		return true
 	}
-	return false
+	return ""
 }
 
 func (s snap) ownContent(ctx context.Context) (boundContent, error) {

@@ -12,11 +12,6 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
-// setError records a problem on the snapshot's status.error (report).
-func (c *Controller) setError(ctx context.Context, vs *snapv1.VolumeSnapshot, p *problem) error {
-	return c.report(ctx, c.snap(vs), p)
-}
-
 // report records a problem on a snapshot's or a group's status.error, with
 // a Warning event, only when the message changes. As the community
 // controller: a class problem leaves readyToUse as it is; any other says

@@ -8,7 +8,6 @@ import (
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,8 +19,7 @@ import (
 func TestVanished(t *testing.T) {
 	ours := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound)
 	member := testkit.Snapshot("m", ours)
-	member.OwnerReferences = []metav1.OwnerReference{snapshot.GroupOwnerReference(
-		&groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: testNS, UID: "uid-g"}})}
+	member.OwnerReferences = []metav1.OwnerReference{snapshot.GroupOwnerReference(testkit.GroupSnapshot("g"))}
 	cases := map[string]struct {
 		vs   *snapv1.VolumeSnapshot
 		want bool
@@ -210,22 +208,12 @@ func TestContentOfAVanishedGroupIsTornDown(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			g := &groupv1.VolumeGroupSnapshot{
-				ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: testNS, UID: "uid-g", Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}},
-				Spec: groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
-			}
-			policy := snapv1.VolumeSnapshotContentDelete
+			g := testkit.GroupSnapshot("g", testkit.Finalizers(snapshot.FinalizerGroupSnapshotBound))
+			opts := []testkit.GroupContentOption{testkit.RefTo(testNS, "g", g.UID)}
 			if tc.retain {
-				policy = snapv1.VolumeSnapshotContentRetain
+				opts = append(opts, testkit.Retain())
 			}
-			content := &groupv1.VolumeGroupSnapshotContent{
-				ObjectMeta: metav1.ObjectMeta{Name: snapshot.GroupContentNameFor(g.UID), Finalizers: []string{snapshot.FinalizerGroupContentBound}},
-				Spec: groupv1.VolumeGroupSnapshotContentSpec{
-					VolumeGroupSnapshotRef: corev1.ObjectReference{Namespace: testNS, Name: "g", UID: g.UID},
-					DeletionPolicy:         policy, Driver: testDriver,
-				},
-			}
+			content := testkit.GroupContent(snapshot.GroupContentNameFor(g.UID), opts...)
 			objs := []runtime.Object{g}
 			if !tc.createdAfter {
 				member := testkit.Snapshot("m", testkit.Finalizers(snapshot.FinalizerSnapshotInGroup))
@@ -234,8 +222,7 @@ func TestContentOfAVanishedGroupIsTornDown(t *testing.T) {
 			}
 			h := newHarnessWith(t, func(c *Config) { c.Groups = true }, objs...)
 			ctx := context.Background()
-			groups := groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshots")
-			if err := h.api.Snap.Tracker().Delete(groups, testNS, "g"); err != nil {
+			if err := h.api.Snap.Tracker().Delete(testkit.GroupSnapshotsGVR, testNS, "g"); err != nil {
 				t.Fatal(err)
 			}
 			waitUntil(t, func() bool { return len(h.c.vanishedGroups.get(testNS+"/g", time.Now())) == 1 })
@@ -268,8 +255,8 @@ func TestContentOfAVanishedGroupIsTornDown(t *testing.T) {
 }
 
 func TestVanishedGroup(t *testing.T) {
-	held := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}}}
-	released := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"other.io/keep"}}}
+	held := testkit.GroupSnapshot("g", testkit.Finalizers(snapshot.FinalizerGroupSnapshotBound))
+	released := testkit.GroupSnapshot("g", testkit.Finalizers("other.io/keep"))
 	if !VanishedGroup(held) || VanishedGroup(released) {
 		t.Fatalf("VanishedGroup(held) = %v, VanishedGroup(released) = %v", VanishedGroup(held), VanishedGroup(released))
 	}
@@ -278,8 +265,7 @@ func TestVanishedGroup(t *testing.T) {
 func TestVanishedGroupsExpire(t *testing.T) {
 	var s vanishedGroupSet
 	now := time.Now()
-	old := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "old", UID: "uid-old"}}
-	fresh := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "fresh", UID: "uid-fresh"}}
+	old, fresh := testkit.GroupSnapshot("old"), testkit.GroupSnapshot("fresh")
 	s.add(old, now.Add(-2*vanishedFor))
 	s.add(fresh, now)
 	if _, ok := s.byKey[testNS+"/old"]; ok {
@@ -297,15 +283,8 @@ func TestVanishedGroupsExpire(t *testing.T) {
 // finalizer and its deletionTimestamp; with its content gone or let go that
 // is no vanish, while a content still held is torn down.
 func TestReleasedGroupIsNotVanished(t *testing.T) {
-	held := &groupv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: snapshot.GroupContentNameFor("uid-g"), Finalizers: []string{snapshot.FinalizerGroupContentBound}},
-		Spec: groupv1.VolumeGroupSnapshotContentSpec{
-			VolumeGroupSnapshotRef: corev1.ObjectReference{Namespace: testNS, Name: "g", UID: "uid-g"},
-			DeletionPolicy:         snapv1.VolumeSnapshotContentDelete, Driver: testDriver,
-		},
-	}
-	letGo := held.DeepCopy()
-	letGo.Finalizers = nil
+	held := testkit.GroupContent(snapshot.GroupContentNameFor("uid-g"), testkit.RefTo(testNS, "g", "uid-g"))
+	letGo := testkit.GroupContent(held.Name, testkit.RefTo(testNS, "g", "uid-g"), testkit.Finalizers())
 	cases := map[string]struct {
 		content *groupv1.VolumeGroupSnapshotContent
 		deleted bool
@@ -324,11 +303,11 @@ func TestReleasedGroupIsNotVanished(t *testing.T) {
 				objs = append(objs, tc.content.DeepCopy())
 			}
 			h := newHarnessWith(t, func(c *Config) { c.Groups = true }, objs...)
-			g := &groupv1.VolumeGroupSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: testNS, UID: "uid-g",
-				Finalizers: []string{snapshot.FinalizerGroupSnapshotBound}}}
+			opts := []testkit.GroupSnapshotOption{testkit.Finalizers(snapshot.FinalizerGroupSnapshotBound)}
 			if tc.deleted {
-				g.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				opts = append(opts, testkit.Deleted())
 			}
+			g := testkit.GroupSnapshot("g", opts...)
 			h.c.onGroupGone(g)
 			if got := len(h.c.vanishedGroups.get(objKey(testNS, "g"), time.Now())) > 0; got != tc.want {
 				t.Fatalf("remembered as vanished = %v, want %v", got, tc.want)

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -32,50 +31,66 @@ import (
 )
 
 func TestAPIErrors(t *testing.T) {
-	runSyncCases(t, map[string]syncCase{
-		"a failed status write after a create keeps the mark: the snapshot is not forgotten": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd"), Times: 1}},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantMark:       true,
-			wantFinalizers: bound,
+	runKindCases(t, map[string]kindCase{
+		"a failed status write after a create keeps the mark: the snapshot is not forgotten": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.create(nil, "snap-id", true)},
+				inject:         []testkit.Fault{{Verb: "patch", Resource: k.resource(), Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd"), Times: 1}},
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+			}
 		},
-		"a failed unmark after the status write keeps the handle; the mark goes next time": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Err: apierrors.NewTimeoutError("slow", 1), Times: 1}},
-			wantErr:        true,
-			wantWrites:     []string{"patch status", "patch"},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a failed unmark after the status write keeps the handle; the mark goes next time": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.create(nil, "snap-id", true)},
+				inject:         []testkit.Fault{{Verb: "patch", Resource: k.resource(), Err: apierrors.NewTimeoutError("slow", 1), Times: 1}},
+				wantErr:        true,
+				wantWrites:     []string{"patch status", "patch"},
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
-		"a conflict while marking a community content calls nothing": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers())), objects: classes},
-			inject:     []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Err: conflict(), Times: 1}},
-			wantErr:    true,
-			wantWrites: []string{"patch"},
+		"a conflict while marking a community content calls nothing": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(unmarked(), testkit.Finalizers()),
+				setup:      setup{objects: k.classes()},
+				inject:     []testkit.Fault{{Verb: "patch", Resource: k.resource(), Err: conflict(), Times: 1}},
+				wantErr:    true,
+				wantWrites: []string{"patch"},
+			}
 		},
-		"a failed status.error write is returned and sends no event": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Internal, "boom"))},
-			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd"), Times: 1}},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantMark:       true,
-			wantFinalizers: bound,
+		"a failed status.error write is returned and sends no event": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "boom"))},
+				inject:         []testkit.Fault{{Verb: "patch", Resource: k.resource(), Subresource: "status", Err: apierrors.NewServiceUnavailable("etcd"), Times: 1}},
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+			}
 		},
-		"a failed secret read is shown and nothing is called": {
-			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes, secrets: credsSecrets},
-			inject:         []testkit.Fault{{Verb: "get", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no access")), Times: 1}},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access")},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access"))),
+		"a failed secret read is shown and nothing is called": func(k kind) syncCase {
+			msg := k.says(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access"))
+			return syncCase{
+				content:        k.content(withSecret()),
+				setup:          setup{objects: k.classes(), secrets: credsSecrets},
+				inject:         []testkit.Fault{{Verb: "get", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no access")), Times: 1}},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + msg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(msg),
+			}
 		},
 	})
 }

@@ -35,7 +35,7 @@ func (c *Controller) deleting(ctx context.Context, it item) (workloop.Result, er
 		logger.V(2).Info("Content deleted without the binder's being-deleted mark: keeping the backend snapshot and the finalizer until its snapshot is deleted")
 		return workloop.Result{}, nil
 	}
-	if it.member() {
+	if memberOfGroup(it) {
 		// The group's delete call deletes a member's backend snapshot;
 		// DeleteSnapshot never does.
 		logger.V(2).Info("Releasing a member of a group; its backend snapshot goes with the group", "handle", it.knownHandle())

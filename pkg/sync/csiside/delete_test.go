@@ -4,160 +4,202 @@ import (
 	"errors"
 	"testing"
 
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
 func TestDelete(t *testing.T) {
-	ready := testkit.Status(testkit.Cut("snap-id", true))
-	boundSnapshot := objs(testkit.Snapshot("snap-1", testkit.InNamespace("default"), testkit.UID(testUID)))
 	inFlightMsg := "Failed to finish the CreateSnapshot that may be in flight: Unavailable: driver restarting"
-	runSyncCases(t, map[string]syncCase{
-		"a content marked being-deleted has its snapshot deleted with the secret, then its finalizer removed": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, withSecret(), markedDeleted())), secrets: credsSecrets},
-			calls:      []call{deleteCall("snap-id", testSecrets, nil)},
-			wantWrites: []string{"patch"},
-			wantGone:   true,
+	runKindCases(t, map[string]kindCase{
+		"a content marked being-deleted has its snapshot deleted with the secret, then its finalizer removed": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(unmarked(), k.has(k.cut("snap-id", true)), withSecret(), markedDeleted()),
+				setup:      setup{secrets: credsSecrets},
+				calls:      []call{k.delete("snap-id", testSecrets, nil)},
+				wantWrites: []string{"patch"},
+				wantGone:   true,
+			}
 		},
-		"a bound content deleted without the mark calls nothing and waits for the mark": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Deleted())), objects: boundSnapshot},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a bound content deleted without the mark calls nothing and waits for the mark": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), testkit.Deleted()),
+				setup:          setup{objects: k.subject(testUID)},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
-		"an unbound pre-provisioned content deleted at once (Velero) has its snapshot deleted": {
-			setup: setup{contents: contents(newContent("c1", testkit.PreProvisioned("backend-1"), unmarked(),
-				testkit.RefTo("velero", "velero-snap", ""), testkit.Deleted()))},
-			calls:      []call{deleteCall("backend-1", nil, nil)},
-			wantWrites: []string{"patch"},
-			wantGone:   true,
+		"an unbound pre-provisioned content deleted at once (Velero) has its snapshot deleted": func(k kind) syncCase {
+			return syncCase{
+				content: k.content(testkit.PreProvisioned("backend-1", memberOf("backend-1")), unmarked(),
+					testkit.RefTo("velero", "velero-snap", ""), testkit.Deleted()),
+				calls:      []call{k.delete("backend-1", nil, nil)},
+				wantWrites: []string{"patch"},
+				wantGone:   true,
+			}
 		},
-		"a content whose VolumeSnapshot is gone keeps its backend snapshot (it may be a copy from another cluster)": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Deleted()))},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a content whose VolumeSnapshot is gone keeps its backend snapshot (it may be a copy from another cluster)": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), testkit.Deleted()),
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
-		"a content whose VolumeSnapshot was replaced by a namesake keeps its backend snapshot": {
-			setup: setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Deleted())),
-				objects: objs(testkit.Snapshot("snap-1", testkit.InNamespace("default"), testkit.UID("another-uid")))},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a content whose VolumeSnapshot was replaced by a namesake keeps its backend snapshot": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), testkit.Deleted()),
+				setup:          setup{objects: k.subject("another-uid")},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
-		"a bound Retain content deleted without the mark keeps its finalizer": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Retain(), testkit.Deleted())), objects: boundSnapshot},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a bound Retain content deleted without the mark keeps its finalizer": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), testkit.Retain(), testkit.Deleted()),
+				setup:          setup{objects: k.subject(testUID)},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
-		"a create that may be in flight is finished, its handle stored, then deleted": {
-			setup: setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
-			calls: []call{
-				createCall(goldRequest(nil), snapOf("snap-id", false), nil),
-				deleteCall("snap-id", nil, nil),
-			},
-			wantWrites: []string{"patch status", "patch", "patch"},
-			wantGone:   true,
+		"a create that may be in flight is finished, its handle stored, then deleted": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(markedDeleted()),
+				setup:      setup{objects: k.classes()},
+				calls:      []call{k.create(nil, "snap-id", false), k.delete("snap-id", nil, nil)},
+				wantWrites: []string{"patch status", "patch", "patch"},
+				wantGone:   true,
+			}
 		},
-		"a create in flight that fails finally cut nothing: only the finalizer goes": {
-			setup:      setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
-			calls:      []call{createCall(goldRequest(nil), nil, grpcErr(codes.NotFound, "volume vol-1 not found"))},
-			wantWrites: []string{"patch"},
-			wantGone:   true,
+		"a create in flight that fails finally cut nothing: only the finalizer goes": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(markedDeleted()),
+				setup:      setup{objects: k.classes()},
+				calls:      []call{k.createFails(nil, grpcErr(codes.NotFound, "volume vol-1 not found"))},
+				wantWrites: []string{"patch"},
+				wantGone:   true,
+			}
 		},
-		"a create in flight that may still be running keeps the content and shows why": {
-			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Unavailable, "driver restarting"))},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotDeleteError " + inFlightMsg},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(inFlightMsg)),
+		"a create in flight that may still be running keeps the content and shows why": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(markedDeleted()),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.Unavailable, "driver restarting"))},
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + inFlightMsg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says(inFlightMsg)),
+			}
 		},
-		"a create in flight answered Internal keeps the content: the attempt that set the mark may have cut": {
-			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Internal, "backend error"))},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: Internal: backend error"},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus("Failed to finish the CreateSnapshot that may be in flight: Internal: backend error")),
+		"a create in flight answered Internal keeps the content: the attempt that set the mark may have cut": func(k kind) syncCase {
+			msg := k.says("Failed to finish the CreateSnapshot that may be in flight: Internal: backend error")
+			return syncCase{
+				content:        k.content(markedDeleted()),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "backend error"))},
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(msg),
+			}
 		},
-		"AlreadyExists while finishing a create keeps the content: a snapshot of that name exists": {
-			setup:          setup{contents: contents(newContent("c1", markedDeleted())), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.AlreadyExists, "other parameters"))},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters"},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")),
+		"AlreadyExists while finishing a create keeps the content: a snapshot of that name exists": func(k kind) syncCase {
+			msg := k.says("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")
+			return syncCase{
+				content:        k.content(markedDeleted()),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.AlreadyExists, "other parameters"))},
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(msg),
+			}
 		},
-		"a create in flight whose class is gone keeps the content rather than guess": {
-			setup:          setup{contents: contents(newContent("c1", markedDeleted()))},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{`Warning SnapshotDeleteError Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)),
+		"a create in flight whose class is gone keeps the content rather than guess": func(k kind) syncCase {
+			msg := k.says(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)
+			return syncCase{
+				content:        k.content(markedDeleted()),
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(msg),
+			}
 		},
-		"a dynamic content never called (no mark, no handle) is released without a call": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), markedDeleted()))},
-			wantWrites: []string{"patch"},
-			wantGone:   true,
+		"a dynamic content never called (no mark, no handle) is released without a call": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(unmarked(), markedDeleted()),
+				wantWrites: []string{"patch"},
+				wantGone:   true,
+			}
 		},
-		"Retain only removes the finalizer once marked": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), ready, testkit.Retain(), markedDeleted())), objects: boundSnapshot},
-			wantWrites: []string{"patch"},
-			wantGone:   true,
+		"Retain only removes the finalizer once marked": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(unmarked(), k.has(k.cut("snap-id", true)), testkit.Retain(), markedDeleted()),
+				setup:      setup{objects: k.subject(testUID)},
+				wantWrites: []string{"patch"},
+				wantGone:   true,
+			}
 		},
-		"a failed DeleteSnapshot keeps the finalizer and shows the driver's message": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted()))},
-			calls:          []call{deleteCall("snap-id", nil, grpcErr(codes.FailedPrecondition, "snapshot has clones"))},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotDeleteError Failed to delete snapshot: FailedPrecondition: snapshot has clones"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(withError(testkit.Cut("snap-id", true), "Failed to delete snapshot: FailedPrecondition: snapshot has clones")),
+		"a failed DeleteSnapshot keeps the finalizer and shows the driver's message": func(k kind) syncCase {
+			msg := k.says("Failed to delete snapshot: FailedPrecondition: snapshot has clones")
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), markedDeleted()),
+				calls:          []call{k.delete("snap-id", nil, grpcErr(codes.FailedPrecondition, "snapshot has clones"))},
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantFinalizers: k.bound(),
+				wantStatus:     k.withError(k.cut("snap-id", true), msg),
+			}
 		},
-		"a missing deletion secret keeps the finalizer and shows why": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, withSecret(), markedDeleted()))},
-			wantErr:        true,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{`Warning SnapshotDeleteError Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(withError(testkit.Cut("snap-id", true), `Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)),
+		"a missing deletion secret keeps the finalizer and shows why": func(k kind) syncCase {
+			msg := k.says(`Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), withSecret(), markedDeleted()),
+				wantErr:        true,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantFinalizers: k.bound(),
+				wantStatus:     k.withError(k.cut("snap-id", true), msg),
+			}
 		},
-		"other finalizers keep the object: the deleted handle is cleared before our finalizer goes": {
-			setup: setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted(),
-				testkit.Finalizers(snapshot.FinalizerContentBound, veleroFinal)))},
-			calls:          []call{deleteCall("snap-id", nil, nil)},
-			wantWrites:     []string{"patch status", "patch"},
-			wantFinalizers: []string{veleroFinal},
-			wantStatus: &snapv1.VolumeSnapshotContentStatus{
-				CreationTime: ptr.To(testTime.UnixNano()), RestoreSize: ptr.To(int64(1 << 30)), ReadyToUse: ptr.To(true),
-			},
+		"other finalizers keep the object: the deleted handle is cleared before our finalizer goes": func(k kind) syncCase {
+			return syncCase{
+				content: k.content(unmarked(), k.has(k.cut("snap-id", true)), markedDeleted(),
+					testkit.Finalizers(k.finalizer(), veleroFinal)),
+				calls:          []call{k.delete("snap-id", nil, nil)},
+				wantWrites:     []string{"patch status", "patch"},
+				wantFinalizers: []string{veleroFinal},
+				wantStatus:     k.cleared("snap-id"),
+			}
 		},
-		"a deleted content without our finalizer is left alone": {
-			setup: setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted(),
-				testkit.Finalizers(veleroFinal)))},
-			wantFinalizers: []string{veleroFinal},
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a deleted content without our finalizer is left alone": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), markedDeleted(), testkit.Finalizers(veleroFinal)),
+				wantFinalizers: []string{veleroFinal},
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
-		"a conflict when removing the finalizer is retried (DeleteSnapshot is idempotent)": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), ready, markedDeleted()))},
-			calls:          []call{deleteCall("snap-id", nil, nil)},
-			inject:         []testkit.Fault{{Verb: "patch", Resource: "volumesnapshotcontents", Err: conflict(), Times: 1}},
-			wantErr:        true,
-			wantWrites:     []string{"patch"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
+		"a conflict when removing the finalizer is retried (DeleteSnapshot is idempotent)": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), markedDeleted()),
+				calls:          []call{k.delete("snap-id", nil, nil)},
+				inject:         []testkit.Fault{{Verb: "patch", Resource: k.resource(), Err: conflict(), Times: 1}},
+				wantErr:        true,
+				wantWrites:     []string{"patch"},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
 		},
 	})
 }

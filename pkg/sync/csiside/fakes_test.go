@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"google.golang.org/grpc/codes"
@@ -43,11 +45,17 @@ var (
 
 // call is one expected driver call with its canned answer.
 type call struct {
-	method  string // CreateSnapshot, GetSnapshot or DeleteSnapshot
-	req     csi.CreateRequest
-	id      string
+	// method is CreateSnapshot, GetSnapshot or DeleteSnapshot, or a group
+	// call: CreateGroupSnapshot, GetGroupSnapshot or DeleteGroupSnapshot.
+	method   string
+	req      csi.CreateRequest
+	groupReq csi.CreateGroupRequest
+	id       string
+	// members are the member snapshot ids a group call names.
+	members []string
 	secrets map[string]string
 	snap    *csi.Snapshot
+	group   *csi.GroupSnapshot
 	err     error
 	// during runs while the call is made, e.g. to look at the API server.
 	during func()
@@ -65,8 +73,17 @@ func deleteCall(id string, secrets map[string]string, err error) call {
 	return call{method: "DeleteSnapshot", id: id, secrets: secrets, err: err}
 }
 
+func createGroupCall(req csi.CreateGroupRequest, group *csi.GroupSnapshot, err error) call {
+	return call{method: "CreateGroupSnapshot", groupReq: req, group: group, err: err}
+}
+
+func deleteGroupCall(id string, members []string, secrets map[string]string, err error) call {
+	return call{method: "DeleteGroupSnapshot", id: id, members: members, secrets: secrets, err: err}
+}
+
 // fakeDriver answers the calls of its script in order and fails the test on
-// any call it does not expect.
+// any call it does not expect. It offers the group controller service too,
+// when its capabilities say so.
 type fakeDriver struct {
 	t    *testing.T
 	caps csi.Capabilities
@@ -144,6 +161,45 @@ func (d *fakeDriver) DeleteSnapshot(ctx context.Context, id string, secrets map[
 	return c.err
 }
 
+func (d *fakeDriver) CreateGroupSnapshot(ctx context.Context, req csi.CreateGroupRequest) (*csi.GroupSnapshot, error) {
+	c, ok := d.next(ctx, "CreateGroupSnapshot")
+	if !ok {
+		return nil, status.Error(codes.Internal, "unexpected call")
+	}
+	if diff := cmp.Diff(c.groupReq, req, cmpopts.EquateEmpty()); diff != "" {
+		d.t.Errorf("CreateGroupSnapshot request (-want +got):\n%s", diff)
+	}
+	if c.during != nil {
+		c.during()
+	}
+	return c.group, c.err
+}
+
+func (d *fakeDriver) GetGroupSnapshot(ctx context.Context, id string, ids []string, secrets map[string]string) (*csi.GroupSnapshot, error) {
+	c, ok := d.next(ctx, "GetGroupSnapshot")
+	if !ok {
+		return nil, status.Error(codes.Internal, "unexpected call")
+	}
+	if c.id != id || !slices.Equal(c.members, ids) || !cmp.Equal(c.secrets, secrets) {
+		d.t.Errorf("GetGroupSnapshot(%q, %v, %d secrets), want (%q, %v, %d secrets)", id, ids, len(secrets), c.id, c.members, len(c.secrets))
+	}
+	return c.group, c.err
+}
+
+func (d *fakeDriver) DeleteGroupSnapshot(ctx context.Context, id string, ids []string, secrets map[string]string) error {
+	c, ok := d.next(ctx, "DeleteGroupSnapshot")
+	if !ok {
+		return status.Error(codes.Internal, "unexpected call")
+	}
+	if c.id != id || !slices.Equal(c.members, ids) || !cmp.Equal(c.secrets, secrets) {
+		d.t.Errorf("DeleteGroupSnapshot(%q, %v, %d secrets), want (%q, %v, %d secrets)", id, ids, len(secrets), c.id, c.members, len(c.secrets))
+	}
+	if c.during != nil {
+		c.during()
+	}
+	return c.err
+}
+
 // verify fails the test when scripted calls were not made.
 func (d *fakeDriver) verify() {
 	d.t.Helper()
@@ -175,12 +231,17 @@ type harness struct {
 	rec    *record.FakeRecorder
 	ctrl   *Controller
 	cache  cache.Indexer
-	now    time.Time
+	// groupCache is the group content informer's store, when the group
+	// loop runs (caps.GroupSnapshots).
+	groupCache cache.Indexer
+	now        time.Time
 }
 
+// setup is what a harness starts with. With caps.GroupSnapshots the group
+// loop runs too, as with a driver of the group controller service.
 type setup struct {
 	contents []*snapv1.VolumeSnapshotContent
-	objects  []runtime.Object // classes, snapshots
+	objects  []runtime.Object // classes, snapshots, group contents, group classes
 	secrets  []runtime.Object
 	caps     csi.Capabilities
 	config   func(*Config)
@@ -217,17 +278,34 @@ func newHarness(t *testing.T, s setup) *harness {
 		SnapshotNameUUIDLength: -1,
 		Backoff:                retryBackoff,
 	}
+	if s.caps.GroupSnapshots {
+		cfg.Groups = &GroupConfig{
+			ContentInformer: factory.Groupsnapshot().V1().VolumeGroupSnapshotContents(),
+			ClassInformer:   factory.Groupsnapshot().V1().VolumeGroupSnapshotClasses(),
+			NameUUIDLength:  -1,
+		}
+	}
 	if s.config != nil {
 		s.config(&cfg)
 	}
 	h.ctrl = New(cfg)
 	h.ctrl.now = func() time.Time { return h.now }
 	h.cache = cfg.ContentInformer.Informer().GetIndexer()
+	if cfg.Groups != nil {
+		h.groupCache = cfg.Groups.ContentInformer.Informer().GetIndexer()
+	}
 	for _, o := range s.objects {
-		if class, ok := o.(*snapv1.VolumeSnapshotClass); ok {
-			if err := cfg.ClassInformer.Informer().GetIndexer().Add(class); err != nil {
-				t.Fatal(err)
+		var err error
+		switch class := o.(type) {
+		case *snapv1.VolumeSnapshotClass:
+			err = cfg.ClassInformer.Informer().GetIndexer().Add(class)
+		case *groupv1.VolumeGroupSnapshotClass:
+			if cfg.Groups != nil {
+				err = cfg.Groups.ClassInformer.Informer().GetIndexer().Add(class)
 			}
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 	h.refresh()
@@ -236,21 +314,38 @@ func newHarness(t *testing.T, s setup) *harness {
 	return h
 }
 
-// refresh delivers the API server's contents to the informer cache, as the
-// watch would.
+// refresh delivers the API server's contents (and group contents) to the
+// informer caches, as the watches would.
 func (h *harness) refresh() {
 	h.t.Helper()
-	live := map[string]bool{}
+	var contents, groups []runtime.Object
 	for _, c := range h.api.Contents() {
-		live[c.Name] = true
-		if err := h.cache.Update(c); err != nil {
+		contents = append(contents, c)
+	}
+	h.deliver(h.cache, contents)
+	if h.groupCache != nil {
+		for _, c := range h.api.GroupContents() {
+			groups = append(groups, c)
+		}
+		h.deliver(h.groupCache, groups)
+	}
+}
+
+// deliver makes store hold live, and nothing else.
+func (h *harness) deliver(store cache.Indexer, live []runtime.Object) {
+	h.t.Helper()
+	names := map[string]bool{}
+	for _, o := range live {
+		if err := store.Update(o); err != nil {
 			h.t.Fatal(err)
 		}
+		key, _ := cache.MetaNamespaceKeyFunc(o)
+		names[key] = true
 	}
-	for _, key := range h.cache.ListKeys() {
-		if !live[key] {
-			obj, _, _ := h.cache.GetByKey(key)
-			_ = h.cache.Delete(obj)
+	for _, key := range store.ListKeys() {
+		if !names[key] {
+			obj, _, _ := store.GetByKey(key)
+			_ = store.Delete(obj)
 		}
 	}
 }
@@ -269,12 +364,13 @@ func (h *harness) mustSync(name string) {
 }
 
 // writes lists the writes sent since the last call, as "patch" or
-// "patch status" for contents, "verb resource [subresource]" for others.
+// "patch status" for contents and group contents, "verb resource
+// [subresource]" for others.
 func (h *harness) writes() []string {
 	var out []string
 	for _, w := range h.api.Writes() {
 		s := w.Verb
-		if w.Resource != testkit.ContentsGVR.Resource {
+		if w.Resource != testkit.ContentsGVR.Resource && w.Resource != testkit.GroupContentsGVR.Resource {
 			s += " " + w.Resource
 		}
 		if w.Subresource != "" {

@@ -1,116 +1,35 @@
 package csiside
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"google.golang.org/grpc/codes"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
-// groupDriver is a driver with the group controller service whose group
-// calls answer from a script of results, in order.
-type groupDriver struct {
-	*fakeDriver
-	creates []groupResult
-	deletes []groupDelete
+// groupCaps are those of a driver with the group controller service.
+var groupCaps = csi.Capabilities{CreateDeleteSnapshot: true, GroupSnapshots: true}
+
+// newGroupHarness wires the CSI side with the group loop over a fake API
+// server that holds objs.
+func newGroupHarness(t *testing.T, objs ...runtime.Object) *harness {
+	t.Helper()
+	return newHarness(t, setup{objects: objs, caps: groupCaps})
 }
 
-type groupResult struct {
-	group *csi.GroupSnapshot
-	err   error
-}
-
-type groupDelete struct{ id, members string }
-
-func (d *groupDriver) CreateGroupSnapshot(ctx context.Context, req csi.CreateGroupRequest) (*csi.GroupSnapshot, error) {
-	if len(d.creates) == 0 {
-		d.t.Errorf("unexpected CreateVolumeGroupSnapshot %q", req.Name)
-		return nil, grpcErr(codes.Internal, "unexpected call")
-	}
-	r := d.creates[0]
-	d.creates = d.creates[1:]
-	return r.group, r.err
-}
-
-func (d *groupDriver) GetGroupSnapshot(ctx context.Context, id string, ids []string, secrets map[string]string) (*csi.GroupSnapshot, error) {
-	d.t.Errorf("unexpected GetVolumeGroupSnapshot %q", id)
-	return nil, grpcErr(codes.Internal, "unexpected call")
-}
-
-func (d *groupDriver) DeleteGroupSnapshot(ctx context.Context, id string, ids []string, secrets map[string]string) error {
-	d.deletes = append(d.deletes, groupDelete{id: id, members: strings.Join(ids, ",")})
-	return nil
-}
-
-// groupHarness wires the CSI side with the group loop over a fake API
-// server; sync delivers the API server's group content to the cache first,
-// as the watch would.
-type groupHarness struct {
-	*harness
-	driver *groupDriver
-	cfg    *GroupConfig
-}
-
-func newGroupHarness(t *testing.T, objs ...runtime.Object) *groupHarness {
-	gd := &groupDriver{}
-	var gcfg *GroupConfig
-	h := newHarness(t, setup{
-		objects: objs,
-		caps:    csi.Capabilities{CreateDeleteSnapshot: true, GroupSnapshots: true},
-		config: func(cfg *Config) {
-			gd.fakeDriver = cfg.Driver.(*fakeDriver)
-			cfg.Driver = gd
-			f := snapinformers.NewSharedInformerFactory(cfg.Snap, 0)
-			gcfg = &GroupConfig{
-				ContentInformer: f.Groupsnapshot().V1().VolumeGroupSnapshotContents(),
-				ClassInformer:   f.Groupsnapshot().V1().VolumeGroupSnapshotClasses(),
-			}
-			cfg.Groups = gcfg
-		},
-	})
-	for _, o := range objs {
-		if class, ok := o.(*groupv1.VolumeGroupSnapshotClass); ok {
-			if err := gcfg.ClassInformer.Informer().GetIndexer().Add(class); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return &groupHarness{harness: h, driver: gd, cfg: gcfg}
-}
-
-func (h *groupHarness) stored(name string) *groupv1.VolumeGroupSnapshotContent {
+// syncGroup delivers the API server's contents to the caches first, as the
+// watches would, then syncs group content name.
+func (h *harness) syncGroup(name string) {
 	h.t.Helper()
-	g, err := h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(h.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return g
-}
-
-func (h *groupHarness) syncGroup(name string) {
-	h.t.Helper()
-	idx := h.cfg.ContentInformer.Informer().GetIndexer()
-	g, err := h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(h.ctx, name, metav1.GetOptions{})
-	if err == nil {
-		err = idx.Update(g)
-	} else if obj, ok, _ := idx.GetByKey(name); ok {
-		err = idx.Delete(obj)
-	}
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	h.refresh()
 	if _, err := h.ctrl.syncGroupContent(h.ctx, name); err != nil {
 		h.t.Fatal(err)
 	}
@@ -122,27 +41,16 @@ func (h *groupHarness) syncGroup(name string) {
 // and the binder's being-deleted mark lets the deletion call
 // DeleteVolumeGroupSnapshot with every member's id and release.
 func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
-	class := &groupv1.VolumeGroupSnapshotClass{
-		ObjectMeta:     metav1.ObjectMeta{Name: "groups"},
-		Driver:         testDriver,
-		DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
-	}
-	content := &groupv1.VolumeGroupSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: "gc1"},
-		Spec: groupv1.VolumeGroupSnapshotContentSpec{
-			Driver:                       testDriver,
-			DeletionPolicy:               snapv1.VolumeSnapshotContentDelete,
-			VolumeGroupSnapshotClassName: ptr.To("groups"),
-			VolumeGroupSnapshotRef:       corev1.ObjectReference{Namespace: "ns", Name: "g1", UID: testUID},
-			Source:                       groupv1.VolumeGroupSnapshotContentSource{VolumeHandles: []string{"vol-1", "vol-2"}},
-		},
-	}
+	class := testkit.GroupClass("groups")
+	content := testkit.GroupContent("gc1", testkit.Finalizers(), testkit.ClassName("groups"),
+		testkit.RefTo("ns", "g1", testUID), testkit.Volumes("vol-1", "vol-2"))
 	h := newGroupHarness(t, class, content)
+	req := csi.CreateGroupRequest{Name: "groupsnapshot-" + string(testUID), SourceVolumeIDs: []string{"vol-1", "vol-2"}}
 
-	h.driver.creates = []groupResult{{err: grpcErr(codes.InvalidArgument, "no such volumes")}}
+	h.driver.script(createGroupCall(req, nil, grpcErr(codes.InvalidArgument, "no such volumes")))
 	h.syncGroup("gc1")
-	got := h.stored("gc1")
-	if msg := (group{VolumeGroupSnapshotContent: got}).errorMessage(); msg != "Failed to create group snapshot: InvalidArgument: no such volumes" {
+	got := h.api.GroupContent("gc1")
+	if msg := (groupContentItem{VolumeGroupSnapshotContent: got}).errorMessage(); msg != "Failed to create group snapshot: InvalidArgument: no such volumes" {
 		t.Errorf("status.error = %q", msg)
 	}
 	if _, marked := got.Annotations[snapshot.AnnGroupBeingCreated]; marked {
@@ -157,11 +65,11 @@ func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
 
 	h.syncGroup("gc1") // within the backoff: no call
 	h.now = h.now.Add(retryBackoff.Max)
-	h.driver.creates = []groupResult{{group: &csi.GroupSnapshot{ID: "group-1", ReadyToUse: true, Snapshots: []*csi.Snapshot{
+	h.driver.script(createGroupCall(req, &csi.GroupSnapshot{ID: "group-1", ReadyToUse: true, Snapshots: []*csi.Snapshot{
 		{ID: "s1", SourceVolumeID: "vol-1", ReadyToUse: true}, {ID: "s2", SourceVolumeID: "vol-2", ReadyToUse: true},
-	}}}}
+	}}, nil))
 	h.syncGroup("gc1")
-	got = h.stored("gc1")
+	got = h.api.GroupContent("gc1")
 	if st := got.Status; st == nil || ptr.Deref(st.VolumeGroupSnapshotHandle, "") != "group-1" || !ptr.Deref(st.ReadyToUse, false) ||
 		len(st.VolumeSnapshotInfoList) != 2 || st.Error != nil {
 		t.Fatalf("status after the create = %+v", st)
@@ -171,24 +79,23 @@ func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
 	}
 
 	// Deleted without the binder's mark: the backend group and the
-	// finalizer stay.
+	// finalizer stay (the driver fails the test on any call).
 	if err := h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Delete(h.ctx, "gc1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.syncGroup("gc1")
-	if len(h.driver.deletes) != 0 || !snapshot.HasFinalizer(h.stored("gc1"), snapshot.FinalizerGroupContentBound) {
-		t.Fatalf("deleted without the being-deleted mark: deletes %v, finalizer kept %v", h.driver.deletes, snapshot.HasFinalizer(h.stored("gc1"), snapshot.FinalizerGroupContentBound))
+	if !snapshot.HasFinalizer(h.api.GroupContent("gc1"), snapshot.FinalizerGroupContentBound) {
+		t.Fatal("deleted without the being-deleted mark: the finalizer must stay")
 	}
-	marked := h.stored("gc1")
+	marked := h.api.GroupContent("gc1")
 	marked.Annotations[snapshot.AnnGroupBeingDeleted] = snapshot.ValueYes
 	if _, err := h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Update(h.ctx, marked, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// DeleteVolumeGroupSnapshot with every member's id, once.
+	h.driver.script(deleteGroupCall("group-1", []string{"s1", "s2"}, nil, nil))
 	h.syncGroup("gc1")
-	if want := []groupDelete{{id: "group-1", members: "s1,s2"}}; !slices.Equal(h.driver.deletes, want) {
-		t.Errorf("DeleteVolumeGroupSnapshot calls = %v, want %v", h.driver.deletes, want)
-	}
-	if _, err := h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(h.ctx, "gc1", metav1.GetOptions{}); err == nil {
+	if h.api.GroupContent("gc1") != nil {
 		t.Error("the group content must be gone once its finalizer is released")
 	}
 }

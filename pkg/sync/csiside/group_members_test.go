@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	"k8s.io/client-go/tools/cache"
@@ -33,11 +32,8 @@ func TestMemberIDsOfAGroupWithoutAListAreItsDriversOnly(t *testing.T) {
 		}
 	}
 	c := &Controller{contents: snaplisters.NewVolumeSnapshotContentLister(idx)}
-	g := &groupv1.VolumeGroupSnapshotContent{
-		Spec:   groupv1.VolumeGroupSnapshotContentSpec{Driver: testkit.DriverName},
-		Status: &groupv1.VolumeGroupSnapshotContentStatus{VolumeGroupSnapshotHandle: ptr.To("group-1")},
-	}
-	if got := (group{c: c, VolumeGroupSnapshotContent: g}).memberIDs(); !slices.Equal(got, []string{"4", "5"}) {
+	g := testkit.GroupContent("g", testkit.GroupStatus(testkit.GroupCut("group-1", true)))
+	if got := (groupContentItem{c: c, VolumeGroupSnapshotContent: g}).memberIDs(); !slices.Equal(got, []string{"4", "5"}) {
 		t.Fatalf("memberIDs = %v, want [4 5]: the other driver's group-1 member must not be named", got)
 	}
 }

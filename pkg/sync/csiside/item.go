@@ -12,8 +12,8 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// item is a content of either kind, a VolumeSnapshotContent (single.go) or
-// a VolumeGroupSnapshotContent (group_item.go), as the one lifecycle
+// item is a content of either kind, a VolumeSnapshotContent (content_item.go) or
+// a VolumeGroupSnapshotContent (group_content_item.go), as the one lifecycle
 // (lifecycle.go, delete.go) sees it. The state steps are written once over
 // item; what differs between the kinds is data (kindNames) or one of the
 // small kind-specific methods below: the CSI calls, the status fields an
@@ -26,12 +26,6 @@ type item interface {
 	// ours reports whether this CSI side handles the content (its driver,
 	// and with --node-deployment its node).
 	ours() bool
-	// member reports a member of a group: the group's calls cut and delete
-	// its backend snapshot, and the binder writes its status.
-	member() bool
-	// specError is what makes the spec unusable (stored before the CRD's
-	// rules), or "".
-	specError() string
 
 	snapshotUID() types.UID
 	deletePolicy() bool
@@ -62,6 +56,36 @@ type item interface {
 	// liveVersion is the API server's resourceVersion of the content, ""
 	// when it is gone.
 	liveVersion(ctx context.Context) (string, error)
+}
+
+// The hooks only a VolumeSnapshotContent has (no no-op methods for the
+// group kind).
+type (
+	// groupMemberContent: a member of a group (member) is cut and deleted
+	// by the group's calls, and the binder writes its status.
+	groupMemberContent interface{ member() bool }
+	// checkedSpec: specError is what makes the spec unusable (stored before
+	// the CRD's rules), or "".
+	checkedSpec interface{ specError() string }
+)
+
+var (
+	_ groupMemberContent = contentItem{}
+	_ checkedSpec        = contentItem{}
+)
+
+// memberOfGroup reports whether it is a member of a group.
+func memberOfGroup(it item) bool {
+	m, ok := it.(groupMemberContent)
+	return ok && m.member()
+}
+
+// specErrorOf is what makes the spec of it unusable, or "".
+func specErrorOf(it item) string {
+	if c, ok := it.(checkedSpec); ok {
+		return c.specError()
+	}
+	return ""
 }
 
 // object is what the writer, the events and the metadata helpers take.

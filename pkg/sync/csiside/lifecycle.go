@@ -39,12 +39,12 @@ func (c *Controller) dispatch(ctx context.Context, it item) (workloop.Result, er
 	switch {
 	case snapshot.IsBeingDeleted(it.object()):
 		return c.deleting(ctx, it)
-	case it.member():
+	case memberOfGroup(it):
 		return workloop.Result{}, nil // the binder writes a member's status
-	case it.specError() != "":
+	case specErrorOf(it) != "":
 		// Stored before the CRD's rules existed: no CSI call, the error is
 		// shown once, and only a new version of the object brings it back.
-		_, err := c.setError(ctx, it, snapshot.ReasonContentValidationError, it.specError())
+		_, err := c.setError(ctx, it, snapshot.ReasonContentValidationError, specErrorOf(it))
 		return workloop.Result{}, err
 	case it.dynamic() && it.statusHandle() == "":
 		return c.creating(ctx, it)

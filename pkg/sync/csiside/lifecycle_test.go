@@ -17,122 +17,185 @@ import (
 
 func TestCreate(t *testing.T) {
 	inProgressMsg := "Failed to create snapshot: DeadlineExceeded: timed out"
+	runKindCases(t, map[string]kindCase{
+		"a marked content is cut, its status stored in one patch, then the mark removed": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(withSecret()),
+				setup:          setup{objects: k.classes(), secrets: credsSecrets},
+				calls:          []call{k.create(testSecrets, "snap-id", true)},
+				wantWrites:     []string{"patch status", "patch"},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
+		},
+		"a content of a community binder gets the mark and the finalizer before the call": func(k kind) syncCase {
+			return syncCase{
+				content: k.content(unmarked(), testkit.Finalizers()),
+				setup:   setup{objects: k.classes()},
+				calls:   []call{k.create(nil, "snap-id", true)},
+				// The mark is checked on the API server during the call below.
+				wantWrites:     []string{"patch", "patch status", "patch"},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
+		},
+		"a Retain content of a community binder gets the mark but no finalizer": func(k kind) syncCase {
+			return syncCase{
+				content:    k.content(unmarked(), testkit.Finalizers(), testkit.Retain()),
+				setup:      setup{objects: k.classes()},
+				calls:      []call{k.create(nil, "snap-id", true)},
+				wantWrites: []string{"patch", "patch status", "patch"},
+				wantStatus: k.cut("snap-id", true),
+			}
+		},
+		"a snapshot cut but not ready yet is polled again after a second": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.create(nil, "snap-id", false)},
+				wantRequeue:    minPollStart,
+				wantWrites:     []string{"patch status", "patch"},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", false),
+			}
+		},
+		"an error that may mean the driver is still cutting keeps the mark and shows the driver's message": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + inProgressMsg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says(inProgressMsg)),
+			}
+		},
+		"a final error shows the driver's message, then clears the mark": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.InvalidArgument, "volume vol-1 is a raw device"))},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status", "patch"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device"),
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
+			}
+		},
+		"a final Internal after an attempt of unknown outcome keeps the mark: that attempt may have cut": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "backend error"))},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says("Failed to create snapshot: Internal: backend error")),
+			}
+		},
+		"a final Internal on the first attempt clears the mark: nothing was cut": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked()),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "backend error"))},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch", "patch status", "patch"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"),
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says("Failed to create snapshot: Internal: backend error")),
+			}
+		},
+		"the same error again writes nothing and sends no event": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(k.has(k.failed(k.says(inProgressMsg)))),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
+				wantRequeue:    retryBackoff.Start,
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says(inProgressMsg)),
+			}
+		},
+		"an error without a gRPC status counts as possibly in progress": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.createFails(nil, errString("connection reset"))},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: connection reset"),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(k.says("Failed to create snapshot: connection reset")),
+			}
+		},
+		"success after an error clears status.error in the same patch": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(k.has(k.failed(k.says(inProgressMsg)))),
+				setup:          setup{objects: k.classes()},
+				calls:          []call{k.create(nil, "snap-id", true)},
+				wantWrites:     []string{"patch status", "patch"},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
+		},
+		"a content without a VolumeSnapshot UID waits and calls nothing": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(testkit.RefTo("default", "snap-1", "")),
+				setup:          setup{objects: k.classes()},
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+			}
+		},
+		"a missing class is shown in status.error, the mark kept, nothing called": func(k kind) syncCase {
+			msg := k.says(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)
+			return syncCase{
+				content:        k.content(),
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + msg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(msg),
+			}
+		},
+		"a missing secret is shown in status.error, nothing called": func(k kind) syncCase {
+			msg := k.says(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)
+			return syncCase{
+				content:        k.content(withSecret()),
+				setup:          setup{objects: k.classes()},
+				wantRequeue:    retryBackoff.Start,
+				wantWrites:     []string{"patch status"},
+				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + msg),
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+				wantStatus:     k.failed(msg),
+			}
+		},
+		"a ready content with a mark left over loses the mark and calls nothing": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(k.has(k.cut("snap-id", true))),
+				setup:          setup{objects: k.classes()},
+				wantWrites:     []string{"patch"},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
+		},
+		"a ready content costs nothing": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(unmarked(), k.has(k.cut("snap-id", true))),
+				setup:          setup{objects: k.classes()},
+				wantFinalizers: k.bound(),
+				wantStatus:     k.cut("snap-id", true),
+			}
+		},
+	})
+	// The request and the status of a single snapshot.
 	runSyncCases(t, map[string]syncCase{
-		"a marked content is cut, its status stored in one patch, then the mark removed": {
-			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes, secrets: credsSecrets},
-			calls:          []call{createCall(goldRequest(testSecrets), snapOf("snap-id", true), nil)},
-			wantWrites:     []string{"patch status", "patch"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
-		},
-		"a content of a community binder gets the mark and the finalizer before the call": {
-			setup: setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers())), objects: classes},
-			calls: []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			// The mark is checked on the API server during the call below.
-			wantWrites:     []string{"patch", "patch status", "patch"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
-		},
-		"a Retain content of a community binder gets the mark but no finalizer": {
-			setup:      setup{contents: contents(newContent("c1", unmarked(), testkit.Finalizers(), testkit.Retain())), objects: classes},
-			calls:      []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			wantWrites: []string{"patch", "patch status", "patch"},
-			wantStatus: ptr.To(testkit.Cut("snap-id", true)),
-		},
-		"a snapshot cut but not ready yet is polled again after a second": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", false), nil)},
-			wantRequeue:    minPollStart,
-			wantWrites:     []string{"patch status", "patch"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", false)),
-		},
-		"an error that may mean the driver is still cutting keeps the mark and shows the driver's message": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotCreationFailed " + inProgressMsg},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(inProgressMsg)),
-		},
-		"a final error shows the driver's message, then clears the mark": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.InvalidArgument, "volume vol-1 is a raw device"))},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status", "patch"},
-			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
-		},
-		"a final Internal after an attempt of unknown outcome keeps the mark: that attempt may have cut": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Internal, "backend error"))},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus("Failed to create snapshot: Internal: backend error")),
-		},
-		"a final Internal on the first attempt clears the mark: nothing was cut": {
-			setup:          setup{contents: contents(newContent("c1", unmarked())), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.Internal, "backend error"))},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch", "patch status", "patch"},
-			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus("Failed to create snapshot: Internal: backend error")),
-		},
-		"the same error again writes nothing and sends no event": {
-			setup:          setup{contents: contents(newContent("c1", testkit.Status(errorStatus(inProgressMsg)))), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
-			wantRequeue:    retryBackoff.Start,
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(inProgressMsg)),
-		},
-		"an error without a gRPC status counts as possibly in progress": {
-			setup:          setup{contents: contents(newContent("c1")), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), nil, errString("connection reset"))},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{"Warning SnapshotCreationFailed Failed to create snapshot: connection reset"},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus("Failed to create snapshot: connection reset")),
-		},
-		"success after an error clears status.error in the same patch": {
-			setup:          setup{contents: contents(newContent("c1", testkit.Status(errorStatus(inProgressMsg)))), objects: classes},
-			calls:          []call{createCall(goldRequest(nil), snapOf("snap-id", true), nil)},
-			wantWrites:     []string{"patch status", "patch"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
-		},
-		"a content without a VolumeSnapshot UID waits and calls nothing": {
-			setup:          setup{contents: contents(newContent("c1", testkit.RefTo("default", "snap-1", ""))), objects: classes},
-			wantMark:       true,
-			wantFinalizers: bound,
-		},
-		"a missing class is shown in status.error, the mark kept, nothing called": {
-			setup:          setup{contents: contents(newContent("c1"))},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)),
-		},
-		"a missing secret is shown in status.error, nothing called": {
-			setup:          setup{contents: contents(newContent("c1", withSecret())), objects: classes},
-			wantRequeue:    retryBackoff.Start,
-			wantWrites:     []string{"patch status"},
-			wantEvents:     []string{`Warning SnapshotCreationFailed Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`},
-			wantMark:       true,
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(errorStatus(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)),
-		},
 		"extra metadata, the name prefix and a truncated UID reach the driver": {
 			setup: setup{contents: contents(newContent("c1")), objects: classes, config: func(c *Config) {
 				c.ExtraCreateMetadata = true
@@ -167,17 +230,6 @@ func TestCreate(t *testing.T) {
 			wantWrites:     []string{"patch status", "patch"},
 			wantFinalizers: bound,
 			wantStatus:     &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("snap-id"), ReadyToUse: ptr.To(true), CreationTime: ptr.To(testTime.UnixNano())},
-		},
-		"a ready content with a mark left over loses the mark and calls nothing": {
-			setup:          setup{contents: contents(newContent("c1", testkit.Status(testkit.Cut("snap-id", true)))), objects: classes},
-			wantWrites:     []string{"patch"},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
-		},
-		"a ready content costs nothing": {
-			setup:          setup{contents: contents(newContent("c1", unmarked(), testkit.Status(testkit.Cut("snap-id", true)))), objects: classes},
-			wantFinalizers: bound,
-			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
 	})
 }
@@ -412,13 +464,20 @@ func TestPreProvisioned(t *testing.T) {
 }
 
 func TestOnlyOwnContents(t *testing.T) {
+	runKindCases(t, map[string]kindCase{
+		"a content of another driver is ignored": func(k kind) syncCase {
+			return syncCase{
+				content:        k.content(testkit.Driver("other.csi.k8s.io")),
+				setup:          setup{objects: k.classes()},
+				wantMark:       true,
+				wantFinalizers: k.bound(),
+			}
+		},
+		"a content that is gone is forgotten without error": func(k kind) syncCase { return syncCase{wantGone: true} },
+	})
+	// Group members and the node of a content are the snapshot kind's.
 	node := func(c *Config) { c.NodeName = "node-a" }
 	runSyncCases(t, map[string]syncCase{
-		"a content of another driver is ignored": {
-			setup:          setup{contents: contents(newContent("c1", testkit.Driver("other.csi.k8s.io"))), objects: classes},
-			wantMark:       true,
-			wantFinalizers: bound,
-		},
 		"a member content of a group is left to the binder": {
 			setup: setup{contents: contents(newContent("c1", testkit.Annotated(snapshot.AnnVolumeGroupSnapshotHandle, "group-1"),
 				testkit.Status(testkit.Cut("snap-id", false))))},
@@ -458,6 +517,5 @@ func TestOnlyOwnContents(t *testing.T) {
 			wantFinalizers: bound,
 			wantStatus:     ptr.To(testkit.Cut("snap-id", true)),
 		},
-		"a content that is gone is forgotten without error": {wantGone: true},
 	})
 }

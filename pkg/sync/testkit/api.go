@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ var (
 	SnapshotsGVR = snapv1.SchemeGroupVersion.WithResource("volumesnapshots")
 	ContentsGVR  = snapv1.SchemeGroupVersion.WithResource("volumesnapshotcontents")
 	ClaimsGVR    = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+
+	GroupSnapshotsGVR = groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshots")
+	GroupContentsGVR  = groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshotcontents")
 )
 
 // API is a fake API server: the fake clientsets Snap and Kube, with
@@ -163,6 +167,18 @@ func (a *API) Content(name string) *snapv1.VolumeSnapshotContent {
 	return stored[*snapv1.VolumeSnapshotContent](a, a.Snap.Tracker(), ContentsGVR, "", name)
 }
 
+// GroupSnapshot is the VolumeGroupSnapshot as the API server holds it, nil
+// if none.
+func (a *API) GroupSnapshot(namespace, name string) *groupv1.VolumeGroupSnapshot {
+	return stored[*groupv1.VolumeGroupSnapshot](a, a.Snap.Tracker(), GroupSnapshotsGVR, namespace, name)
+}
+
+// GroupContent is the VolumeGroupSnapshotContent as the API server holds
+// it, nil if none.
+func (a *API) GroupContent(name string) *groupv1.VolumeGroupSnapshotContent {
+	return stored[*groupv1.VolumeGroupSnapshotContent](a, a.Snap.Tracker(), GroupContentsGVR, "", name)
+}
+
 // Claim is the PersistentVolumeClaim as the API server holds it, nil if
 // none.
 func (a *API) Claim(namespace, name string) *corev1.PersistentVolumeClaim {
@@ -179,6 +195,20 @@ func (a *API) Contents() []*snapv1.VolumeSnapshotContent {
 	var out []*snapv1.VolumeSnapshotContent
 	for i := range list.(*snapv1.VolumeSnapshotContentList).Items {
 		out = append(out, &list.(*snapv1.VolumeSnapshotContentList).Items[i])
+	}
+	return out
+}
+
+// GroupContents lists the VolumeGroupSnapshotContents the API server holds.
+func (a *API) GroupContents() []*groupv1.VolumeGroupSnapshotContent {
+	a.t.Helper()
+	list, err := a.Snap.Tracker().List(GroupContentsGVR, groupv1.SchemeGroupVersion.WithKind("VolumeGroupSnapshotContent"), "")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var out []*groupv1.VolumeGroupSnapshotContent
+	for i := range list.(*groupv1.VolumeGroupSnapshotContentList).Items {
+		out = append(out, &list.(*groupv1.VolumeGroupSnapshotContentList).Items[i])
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,18 +26,29 @@ func Snapshot(name string, opts ...SnapshotOption) *snapv1.VolumeSnapshot {
 	return vs
 }
 
-// FromContent makes the snapshot one of a pre-provisioned content.
-func FromContent(content string) SnapshotFunc {
-	return func(vs *snapv1.VolumeSnapshot) {
-		vs.Spec.Source = snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content}
+// FromContent makes the snapshot (or group) one of a pre-provisioned
+// content, instead of its claim (or selector).
+func FromContent(content string) SubjectFunc {
+	return SubjectFunc{
+		Snapshot: func(vs *snapv1.VolumeSnapshot) {
+			vs.Spec.Source = snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content}
+		},
+		Group: func(g *groupv1.VolumeGroupSnapshot) {
+			g.Spec.Source = groupv1.VolumeGroupSnapshotSource{VolumeGroupSnapshotContentName: &content}
+		},
 	}
 }
 
-// BoundTo gives the snapshot a status that names its content, and nothing
-// else.
-func BoundTo(content string) SnapshotFunc {
-	return func(vs *snapv1.VolumeSnapshot) {
-		vs.Status = &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &content}
+// BoundTo gives the snapshot (or group) a status that names its content,
+// and nothing else.
+func BoundTo(content string) SubjectFunc {
+	return SubjectFunc{
+		Snapshot: func(vs *snapv1.VolumeSnapshot) {
+			vs.Status = &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: &content}
+		},
+		Group: func(g *groupv1.VolumeGroupSnapshot) {
+			g.Status = &groupv1.VolumeGroupSnapshotStatus{BoundVolumeGroupSnapshotContentName: &content}
+		},
 	}
 }
 
@@ -62,40 +74,46 @@ func Content(name string, opts ...ContentOption) *snapv1.VolumeSnapshotContent {
 	return c
 }
 
-// RefTo points the content at a VolumeSnapshot.
-func RefTo(namespace, name string, uid types.UID) ContentFunc {
-	return func(c *snapv1.VolumeSnapshotContent) {
-		ref := &c.Spec.VolumeSnapshotRef
-		ref.Namespace, ref.Name, ref.UID = namespace, name, uid
-	}
+// RefTo points the content at a VolumeSnapshot (a group content at a
+// VolumeGroupSnapshot).
+func RefTo(namespace, name string, uid types.UID) Ref {
+	return func(ref *corev1.ObjectReference) { ref.Namespace, ref.Name, ref.UID = namespace, name, uid }
 }
 
 // RefUID changes only the UID the content's reference names ("" for a
 // content no snapshot claimed yet).
-func RefUID(uid types.UID) ContentFunc {
-	return func(c *snapv1.VolumeSnapshotContent) { c.Spec.VolumeSnapshotRef.UID = uid }
+func RefUID(uid types.UID) Ref {
+	return func(ref *corev1.ObjectReference) { ref.UID = uid }
 }
 
 // PreProvisioned makes the source of the content the existing snapshot
-// handle.
-func PreProvisioned(handle string) ContentFunc {
-	return func(c *snapv1.VolumeSnapshotContent) {
-		c.Spec.Source = snapv1.VolumeSnapshotContentSource{SnapshotHandle: &handle}
+// handle; of a group content the existing group handle and its members'
+// snapshot handles (a single content has no members).
+func PreProvisioned(handle string, members ...string) AnyContentFunc {
+	return AnyContentFunc{
+		Content: func(c *snapv1.VolumeSnapshotContent) {
+			c.Spec.Source = snapv1.VolumeSnapshotContentSource{SnapshotHandle: &handle}
+		},
+		Group: func(c *groupv1.VolumeGroupSnapshotContent) {
+			c.Spec.Source = groupv1.VolumeGroupSnapshotContentSource{GroupSnapshotHandles: &groupv1.GroupSnapshotHandles{
+				VolumeGroupSnapshotHandle: handle, VolumeSnapshotHandles: members}}
+		},
 	}
 }
 
 // Retain sets the deletion policy Retain.
-func Retain() ContentFunc {
-	return func(c *snapv1.VolumeSnapshotContent) { c.Spec.DeletionPolicy = snapv1.VolumeSnapshotContentRetain }
-}
+func Retain() Policy { return Policy(snapv1.VolumeSnapshotContentRetain) }
 
 // Status sets the content's status.
 func Status(st snapv1.VolumeSnapshotContentStatus) ContentFunc {
 	return func(c *snapv1.VolumeSnapshotContent) { c.Status = &st }
 }
 
-// Ready is Status(Cut(handle, true)).
-func Ready(handle string) ContentFunc { return Status(Cut(handle, true)) }
+// Ready is Status(Cut(handle, true)), for a group content
+// GroupStatus(GroupCut(handle, true)): cut and ready, without members.
+func Ready(handle string) AnyContentFunc {
+	return AnyContentFunc{Content: Status(Cut(handle, true)), Group: GroupStatus(GroupCut(handle, true))}
+}
 
 // Cut is the status of a content whose snapshot handle was cut at Time,
 // 1 GiB large.
@@ -119,12 +137,12 @@ func SnapshotClass(name string, opts ...ClassOption) *snapv1.VolumeSnapshotClass
 	return c
 }
 
-// DefaultClass makes the class the default of its driver.
-func DefaultClass() Meta { return Annotated(snapshot.AnnDefaultClass, "true") }
-
-// Params sets the class's parameters.
-func Params(params map[string]string) ClassFunc {
-	return func(c *snapv1.VolumeSnapshotClass) { c.Parameters = params }
+// DefaultClass makes the class (or group class) the default of its driver.
+func DefaultClass() AnyClassFunc {
+	return AnyClassFunc{
+		Class: func(c *snapv1.VolumeSnapshotClass) { Annotated(snapshot.AnnDefaultClass, "true")(c) },
+		Group: func(c *groupv1.VolumeGroupSnapshotClass) { Annotated(snapshot.AnnGroupDefaultClass, "true")(c) },
+	}
 }
 
 // BoundClaim is a claim in Namespace bound to its CSI volume "pv-<name>" of

@@ -3,7 +3,9 @@ package testkit
 import (
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,8 +28,11 @@ const (
 var Time = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // The options of the builders. Each builder takes the options of its kind;
-// Meta options fit every builder, ClassName and Driver those of the kinds
-// that have the field.
+// Meta options fit every builder, ClassName, Driver, Policy (Retain) and
+// Params those of the kinds that have the field, and the options of a rule
+// the two kinds share (FromContent, BoundTo, RefTo, RefUID,
+// PreProvisioned, Ready, DefaultClass) both builders of a pair, so that
+// one table case can build either kind.
 type (
 	SnapshotOption interface {
 		applySnapshot(*snapv1.VolumeSnapshot)
@@ -38,33 +43,113 @@ type (
 	ClassOption interface {
 		applyClass(*snapv1.VolumeSnapshotClass)
 	}
+	GroupSnapshotOption interface {
+		applyGroupSnapshot(*groupv1.VolumeGroupSnapshot)
+	}
+	GroupContentOption interface {
+		applyGroupContent(*groupv1.VolumeGroupSnapshotContent)
+	}
+	GroupClassOption interface {
+		applyGroupClass(*groupv1.VolumeGroupSnapshotClass)
+	}
 )
 
-// SnapshotFunc, ContentFunc and ClassFunc are options made of a function,
-// such as a test's own combination of options.
+// SnapshotFunc, ContentFunc, ClassFunc and their group counterparts are
+// options made of a function, such as a test's own combination of options.
 type (
-	SnapshotFunc func(*snapv1.VolumeSnapshot)
-	ContentFunc  func(*snapv1.VolumeSnapshotContent)
-	ClassFunc    func(*snapv1.VolumeSnapshotClass)
+	SnapshotFunc      func(*snapv1.VolumeSnapshot)
+	ContentFunc       func(*snapv1.VolumeSnapshotContent)
+	ClassFunc         func(*snapv1.VolumeSnapshotClass)
+	GroupSnapshotFunc func(*groupv1.VolumeGroupSnapshot)
+	GroupContentFunc  func(*groupv1.VolumeGroupSnapshotContent)
+	GroupClassFunc    func(*groupv1.VolumeGroupSnapshotClass)
 )
 
-func (f SnapshotFunc) applySnapshot(vs *snapv1.VolumeSnapshot)     { f(vs) }
-func (f ContentFunc) applyContent(c *snapv1.VolumeSnapshotContent) { f(c) }
-func (f ClassFunc) applyClass(c *snapv1.VolumeSnapshotClass)       { f(c) }
-func (f Meta) applySnapshot(vs *snapv1.VolumeSnapshot)             { f(vs) }
-func (f Meta) applyContent(c *snapv1.VolumeSnapshotContent)        { f(c) }
-func (f Meta) applyClass(c *snapv1.VolumeSnapshotClass)            { f(c) }
+// SubjectFunc, AnyContentFunc and AnyClassFunc are options of a rule both
+// kinds have, one function for each kind.
+type (
+	SubjectFunc struct {
+		Snapshot func(*snapv1.VolumeSnapshot)
+		Group    func(*groupv1.VolumeGroupSnapshot)
+	}
+	AnyContentFunc struct {
+		Content func(*snapv1.VolumeSnapshotContent)
+		Group   func(*groupv1.VolumeGroupSnapshotContent)
+	}
+	AnyClassFunc struct {
+		Class func(*snapv1.VolumeSnapshotClass)
+		Group func(*groupv1.VolumeGroupSnapshotClass)
+	}
+)
+
+func (f SnapshotFunc) applySnapshot(vs *snapv1.VolumeSnapshot)                     { f(vs) }
+func (f ContentFunc) applyContent(c *snapv1.VolumeSnapshotContent)                 { f(c) }
+func (f ClassFunc) applyClass(c *snapv1.VolumeSnapshotClass)                       { f(c) }
+func (f GroupSnapshotFunc) applyGroupSnapshot(g *groupv1.VolumeGroupSnapshot)      { f(g) }
+func (f GroupContentFunc) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) { f(c) }
+func (f GroupClassFunc) applyGroupClass(c *groupv1.VolumeGroupSnapshotClass)       { f(c) }
+
+func (f SubjectFunc) applySnapshot(vs *snapv1.VolumeSnapshot)                    { f.Snapshot(vs) }
+func (f SubjectFunc) applyGroupSnapshot(g *groupv1.VolumeGroupSnapshot)          { f.Group(g) }
+func (f AnyContentFunc) applyContent(c *snapv1.VolumeSnapshotContent)            { f.Content(c) }
+func (f AnyContentFunc) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) { f.Group(c) }
+func (f AnyClassFunc) applyClass(c *snapv1.VolumeSnapshotClass)                  { f.Class(c) }
+func (f AnyClassFunc) applyGroupClass(c *groupv1.VolumeGroupSnapshotClass)       { f.Group(c) }
+
+func (f Meta) applySnapshot(vs *snapv1.VolumeSnapshot)                 { f(vs) }
+func (f Meta) applyContent(c *snapv1.VolumeSnapshotContent)            { f(c) }
+func (f Meta) applyClass(c *snapv1.VolumeSnapshotClass)                { f(c) }
+func (f Meta) applyGroupSnapshot(g *groupv1.VolumeGroupSnapshot)       { f(g) }
+func (f Meta) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) { f(c) }
+func (f Meta) applyGroupClass(c *groupv1.VolumeGroupSnapshotClass)     { f(c) }
 func (n ClassName) applySnapshot(vs *snapv1.VolumeSnapshot) {
 	vs.Spec.VolumeSnapshotClassName = n.ptr()
 }
 func (n ClassName) applyContent(c *snapv1.VolumeSnapshotContent) {
 	c.Spec.VolumeSnapshotClassName = n.ptr()
 }
-func (d Driver) applyContent(c *snapv1.VolumeSnapshotContent) { c.Spec.Driver = string(d) }
-func (d Driver) applyClass(c *snapv1.VolumeSnapshotClass)     { c.Driver = string(d) }
+func (n ClassName) applyGroupSnapshot(g *groupv1.VolumeGroupSnapshot) {
+	g.Spec.VolumeGroupSnapshotClassName = n.ptr()
+}
+func (n ClassName) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) {
+	c.Spec.VolumeGroupSnapshotClassName = n.ptr()
+}
+func (d Driver) applyContent(c *snapv1.VolumeSnapshotContent)            { c.Spec.Driver = string(d) }
+func (d Driver) applyClass(c *snapv1.VolumeSnapshotClass)                { c.Driver = string(d) }
+func (d Driver) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) { c.Spec.Driver = string(d) }
+func (d Driver) applyGroupClass(c *groupv1.VolumeGroupSnapshotClass)     { c.Driver = string(d) }
+func (p Policy) applyContent(c *snapv1.VolumeSnapshotContent) {
+	c.Spec.DeletionPolicy = snapv1.DeletionPolicy(p)
+}
+func (p Policy) applyClass(c *snapv1.VolumeSnapshotClass) {
+	c.DeletionPolicy = snapv1.DeletionPolicy(p)
+}
+func (p Policy) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) {
+	c.Spec.DeletionPolicy = snapv1.DeletionPolicy(p)
+}
+func (p Policy) applyGroupClass(c *groupv1.VolumeGroupSnapshotClass) {
+	c.DeletionPolicy = snapv1.DeletionPolicy(p)
+}
+func (p Params) applyClass(c *snapv1.VolumeSnapshotClass)            { c.Parameters = p }
+func (p Params) applyGroupClass(c *groupv1.VolumeGroupSnapshotClass) { c.Parameters = p }
+func (r Ref) applyContent(c *snapv1.VolumeSnapshotContent)           { r(&c.Spec.VolumeSnapshotRef) }
+func (r Ref) applyGroupContent(c *groupv1.VolumeGroupSnapshotContent) {
+	r(&c.Spec.VolumeGroupSnapshotRef)
+}
 
-// ClassName names the VolumeSnapshotClass of a snapshot or a content; ""
-// names none.
+// As is opts, options of a rule both kinds have, as the options of one
+// builder: a table that builds either kind keeps its options in a slice of
+// an interface of both (SnapshotOption and GroupSnapshotOption, say).
+func As[T, O any](opts []O) []T {
+	out := make([]T, 0, len(opts))
+	for _, o := range opts {
+		out = append(out, any(o).(T))
+	}
+	return out
+}
+
+// ClassName names the class of a snapshot, a group or a content of either
+// kind; "" names none.
 type ClassName string
 
 func (n ClassName) ptr() *string {
@@ -77,6 +162,16 @@ func (n ClassName) ptr() *string {
 
 // Driver is the CSI driver of a content or a class.
 type Driver string
+
+// Policy is the deletion policy of a content or a class.
+type Policy snapv1.DeletionPolicy
+
+// Params are the parameters of a class.
+type Params map[string]string
+
+// Ref changes the reference of a content to its VolumeSnapshot, or of a
+// group content to its VolumeGroupSnapshot.
+type Ref func(*corev1.ObjectReference)
 
 // Meta is an option that changes an object's metadata; it fits every
 // builder, and is a function that a test's own option may call.

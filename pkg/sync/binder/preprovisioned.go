@@ -7,10 +7,10 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
-// staticBinding is what binding a pre-provisioned content checks, written
+// namedContentRules is what binding a pre-provisioned content checks, written
 // once for VolumeSnapshot and VolumeGroupSnapshot: the kinds' names, fields
 // and reasons are the only difference.
-type staticBinding struct {
+type namedContentRules struct {
 	content, snapshot string // kinds: "VolumeSnapshotContent", "VolumeSnapshot"
 	refField          string // the content's reference to its snapshot
 	sourceField       string // the snapshot's field naming the content
@@ -23,7 +23,7 @@ type staticBinding struct {
 }
 
 var (
-	staticSnapshot = staticBinding{
+	snapshotNamedContent = namedContentRules{
 		content: "VolumeSnapshotContent", snapshot: "VolumeSnapshot",
 		refField: "spec.volumeSnapshotRef", sourceField: "spec.source.volumeSnapshotContentName",
 		dynamicSource: "spec.source.volumeHandle",
@@ -33,7 +33,7 @@ var (
 		missing:       snapshot.ReasonSnapshotContentMissing, misbound: snapshot.ReasonSnapshotContentMisbound,
 		mismatch: snapshot.ReasonSnapshotContentMismatch,
 	}
-	staticGroup = staticBinding{
+	groupNamedContent = namedContentRules{
 		content: "VolumeGroupSnapshotContent", snapshot: "VolumeGroupSnapshot",
 		refField: "spec.volumeGroupSnapshotRef", sourceField: "spec.source.volumeGroupSnapshotContentName",
 		dynamicSource: "spec.source.volumeHandles",
@@ -45,8 +45,8 @@ var (
 	}
 )
 
-// staticContent is the part of a pre-provisioned content the checks read.
-type staticContent struct {
+// namedContentFacts is the part of a pre-provisioned content the checks read.
+type namedContentFacts struct {
 	exists   bool
 	ref      corev1.ObjectReference
 	dynamic  bool // it has the dynamic source, not the pre-provisioned one
@@ -55,7 +55,7 @@ type staticContent struct {
 
 // check returns the problem that keeps content name from binding to the
 // snapshot namespace/name (uid), or nil.
-func (k staticBinding) check(name string, c staticContent, namespace, snapName string, uid types.UID) *problem {
+func (k namedContentRules) check(name string, c namedContentFacts, namespace, snapName string, uid types.UID) *problem {
 	if !c.exists {
 		return problemf(k.missing, "%s %q does not exist yet; create it, or fix %s", k.content, name, k.sourceField)
 	}
@@ -76,15 +76,15 @@ func (k staticBinding) check(name string, c staticContent, namespace, snapName s
 	return nil
 }
 
-// preProvisioned returns the content (name) that a pre-provisioned
+// checkNamedContent returns the content (name) that a pre-provisioned
 // snapshot or group (namespace/snapName, uid) names, or the problem that
 // keeps them from binding; facts reads what the checks need of a content.
-func preProvisioned[T any](k staticBinding, name string, get func(string) (T, error), facts func(T) staticContent,
+func checkNamedContent[T any](k namedContentRules, name string, get func(string) (T, error), facts func(T) namedContentFacts,
 	namespace, snapName string, uid types.UID) (T, *problem) {
 	var none T
 	content, err := get(name)
 	if err != nil {
-		return none, k.check(name, staticContent{}, namespace, snapName, uid)
+		return none, k.check(name, namedContentFacts{}, namespace, snapName, uid)
 	}
 	f := facts(content)
 	f.exists = true

@@ -34,34 +34,32 @@ var groupNames = &kindNames{
 	logKey:       "groupContent",
 }
 
-// group is a VolumeGroupSnapshotContent as an item of the lifecycle. Its
+// groupContentItem is a VolumeGroupSnapshotContent as an item of the lifecycle. Its
 // members' backend snapshots are cut and deleted by its calls.
-type group struct {
+type groupContentItem struct {
 	c *Controller
 	*groupv1.VolumeGroupSnapshotContent
 }
 
 func (c *Controller) group(content *groupv1.VolumeGroupSnapshotContent) item {
-	return group{c: c, VolumeGroupSnapshotContent: content}
+	return groupContentItem{c: c, VolumeGroupSnapshotContent: content}
 }
 
 // groupKey keeps the group contents' backoffs apart from the contents'.
 func groupKey(name string) string { return "group/" + name }
 
-func (g group) object() object         { return g.VolumeGroupSnapshotContent }
-func (g group) names() *kindNames      { return groupNames }
-func (g group) key() string            { return groupKey(g.Name) }
-func (g group) ours() bool             { return g.Spec.Driver == g.c.driver }
-func (g group) member() bool           { return false }
-func (g group) specError() string      { return "" }
-func (g group) dynamic() bool          { return len(g.Spec.Source.VolumeHandles) > 0 }
-func (g group) snapshotUID() types.UID { return g.Spec.VolumeGroupSnapshotRef.UID }
+func (g groupContentItem) object() object         { return g.VolumeGroupSnapshotContent }
+func (g groupContentItem) names() *kindNames      { return groupNames }
+func (g groupContentItem) key() string            { return groupKey(g.Name) }
+func (g groupContentItem) ours() bool             { return g.Spec.Driver == g.c.driver }
+func (g groupContentItem) dynamic() bool          { return len(g.Spec.Source.VolumeHandles) > 0 }
+func (g groupContentItem) snapshotUID() types.UID { return g.Spec.VolumeGroupSnapshotRef.UID }
 
-func (g group) deletePolicy() bool {
+func (g groupContentItem) deletePolicy() bool {
 	return g.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
 }
 
-func (g group) statusHandle() string {
+func (g groupContentItem) statusHandle() string {
 	if st := g.Status; st != nil && st.VolumeGroupSnapshotHandle != nil {
 		return *st.VolumeGroupSnapshotHandle
 	}
@@ -70,7 +68,7 @@ func (g group) statusHandle() string {
 
 // knownHandle is the backend group id the content knows, from its status
 // or (pre-provisioned) its source.
-func (g group) knownHandle() string {
+func (g groupContentItem) knownHandle() string {
 	if h := g.statusHandle(); h != "" {
 		return h
 	}
@@ -80,20 +78,20 @@ func (g group) knownHandle() string {
 	return ""
 }
 
-func (g group) ready() bool {
+func (g groupContentItem) ready() bool {
 	return g.Status != nil && g.Status.ReadyToUse != nil && *g.Status.ReadyToUse
 }
 
-func (g group) errorMessage() string {
+func (g groupContentItem) errorMessage() string {
 	if st := g.Status; st == nil || st.Error == nil || st.Error.Message == nil {
 		return ""
 	}
 	return *g.Status.Error.Message
 }
 
-func (g group) readyUnset() bool { return g.Status == nil || g.Status.ReadyToUse == nil }
+func (g groupContentItem) readyUnset() bool { return g.Status == nil || g.Status.ReadyToUse == nil }
 
-func (g group) prepareCut(ctx context.Context) (cutCall, error) {
+func (g groupContentItem) prepareCut(ctx context.Context) (cutCall, error) {
 	req, err := g.c.groupCreateRequest(ctx, g.VolumeGroupSnapshotContent)
 	if err != nil {
 		return cutCall{}, err
@@ -114,7 +112,7 @@ func (g group) prepareCut(ctx context.Context) (cutCall, error) {
 // read polls a cut group: CreateVolumeGroupSnapshot again for a dynamic
 // content (idempotent by name), GetVolumeGroupSnapshot with the class's
 // get secret for a pre-provisioned one.
-func (g group) read(ctx context.Context) (answer, error) {
+func (g groupContentItem) read(ctx context.Context) (answer, error) {
 	h := g.Spec.Source.GroupSnapshotHandles
 	if h == nil {
 		call, err := g.prepareCut(ctx)
@@ -139,7 +137,7 @@ func (g group) read(ctx context.Context) (answer, error) {
 
 // deleteBackend calls DeleteVolumeGroupSnapshot with every member's
 // snapshot id.
-func (g group) deleteBackend(ctx context.Context, handle string) error {
+func (g groupContentItem) deleteBackend(ctx context.Context, handle string) error {
 	secrets, err := g.c.secret(ctx, g.Annotations[snapshot.AnnGroupDeletionSecretNamespace], g.Annotations[snapshot.AnnGroupDeletionSecretName])
 	if err != nil {
 		return err
@@ -147,15 +145,15 @@ func (g group) deleteBackend(ctx context.Context, handle string) error {
 	return g.c.groups.driver.DeleteGroupSnapshot(ctx, handle, g.memberIDs(), secrets)
 }
 
-func (g group) statusFor(a answer, now time.Time) map[string]any {
+func (g groupContentItem) statusFor(a answer, now time.Time) map[string]any {
 	return groupStatusFrom(g.VolumeGroupSnapshotContent, a.group, now)
 }
 
-func (g group) handleCleared() map[string]any {
+func (g groupContentItem) handleCleared() map[string]any {
 	return map[string]any{"volumeGroupSnapshotHandle": nil, "readyToUse": nil}
 }
 
-func (g group) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
+func (g groupContentItem) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
 	out, err := g.c.cfg.Writer.PatchGroupContent(ctx, g.VolumeGroupSnapshotContent, p)
 	if err != nil {
 		return nil, err
@@ -163,7 +161,7 @@ func (g group) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
 	return g.c.group(out), nil
 }
 
-func (g group) patchStatus(ctx context.Context, fields map[string]any) (item, error) {
+func (g groupContentItem) patchStatus(ctx context.Context, fields map[string]any) (item, error) {
 	out, err := g.c.cfg.Writer.PatchGroupContentStatus(ctx, g.VolumeGroupSnapshotContent, fields)
 	if err != nil {
 		return nil, err
@@ -171,7 +169,7 @@ func (g group) patchStatus(ctx context.Context, fields map[string]any) (item, er
 	return g.c.group(out), nil
 }
 
-func (g group) liveVersion(ctx context.Context) (string, error) {
+func (g groupContentItem) liveVersion(ctx context.Context) (string, error) {
 	live, err := g.c.cfg.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, g.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
@@ -230,7 +228,7 @@ func groupStatusFrom(content *groupv1.VolumeGroupSnapshotContent, group *csi.Gro
 // member list, from a pre-provisioned source, or, for a group stored
 // before the member list existed (v1beta1 objects upgraded in place), from
 // the member contents that carry the group's id.
-func (g group) memberIDs() []string {
+func (g groupContentItem) memberIDs() []string {
 	content := g.VolumeGroupSnapshotContent
 	var ids []string
 	if st := content.Status; st != nil {

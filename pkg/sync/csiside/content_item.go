@@ -30,43 +30,43 @@ var singleNames = &kindNames{
 	logKey:       "content",
 }
 
-// single is a VolumeSnapshotContent as an item of the lifecycle.
-type single struct {
+// contentItem is a VolumeSnapshotContent as an item of the lifecycle.
+type contentItem struct {
 	c *Controller
 	*snapv1.VolumeSnapshotContent
 }
 
 func (c *Controller) single(content *snapv1.VolumeSnapshotContent) item {
-	return single{c: c, VolumeSnapshotContent: content}
+	return contentItem{c: c, VolumeSnapshotContent: content}
 }
 
-func (s single) object() object       { return s.VolumeSnapshotContent }
-func (s single) names() *kindNames    { return singleNames }
-func (s single) key() string          { return s.Name }
-func (s single) ours() bool           { return s.c.handles(s.VolumeSnapshotContent) }
-func (s single) member() bool         { return isGroupMember(s.VolumeSnapshotContent) }
-func (s single) specError() string    { return snapshot.ContentSpecError(s.VolumeSnapshotContent) }
-func (s single) dynamic() bool        { return isDynamic(s.VolumeSnapshotContent) }
-func (s single) statusHandle() string { return statusHandle(s.VolumeSnapshotContent) }
-func (s single) knownHandle() string  { return knownHandle(s.VolumeSnapshotContent) }
-func (s single) ready() bool          { return isReady(s.VolumeSnapshotContent) }
+func (s contentItem) object() object       { return s.VolumeSnapshotContent }
+func (s contentItem) names() *kindNames    { return singleNames }
+func (s contentItem) key() string          { return s.Name }
+func (s contentItem) ours() bool           { return s.c.handles(s.VolumeSnapshotContent) }
+func (s contentItem) member() bool         { return isGroupMember(s.VolumeSnapshotContent) }
+func (s contentItem) specError() string    { return snapshot.ContentSpecError(s.VolumeSnapshotContent) }
+func (s contentItem) dynamic() bool        { return isDynamic(s.VolumeSnapshotContent) }
+func (s contentItem) statusHandle() string { return statusHandle(s.VolumeSnapshotContent) }
+func (s contentItem) knownHandle() string  { return knownHandle(s.VolumeSnapshotContent) }
+func (s contentItem) ready() bool          { return isReady(s.VolumeSnapshotContent) }
 
-func (s single) snapshotUID() types.UID { return s.Spec.VolumeSnapshotRef.UID }
+func (s contentItem) snapshotUID() types.UID { return s.Spec.VolumeSnapshotRef.UID }
 
-func (s single) deletePolicy() bool {
+func (s contentItem) deletePolicy() bool {
 	return s.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
 }
 
-func (s single) errorMessage() string {
+func (s contentItem) errorMessage() string {
 	if s.Status == nil || s.Status.Error == nil || s.Status.Error.Message == nil {
 		return ""
 	}
 	return *s.Status.Error.Message
 }
 
-func (s single) readyUnset() bool { return s.Status == nil || s.Status.ReadyToUse == nil }
+func (s contentItem) readyUnset() bool { return s.Status == nil || s.Status.ReadyToUse == nil }
 
-func (s single) prepareCut(ctx context.Context) (cutCall, error) {
+func (s contentItem) prepareCut(ctx context.Context) (cutCall, error) {
 	req, err := s.c.createRequest(ctx, s.VolumeSnapshotContent)
 	if err != nil {
 		return cutCall{}, err
@@ -91,7 +91,7 @@ func (s single) prepareCut(ctx context.Context) (cutCall, error) {
 // ListSnapshots is never needed for it. A pre-provisioned content is read
 // with ListSnapshots and the class's list secret when the driver offers
 // it; otherwise it cannot be read and is taken to be ready.
-func (s single) read(ctx context.Context) (answer, error) {
+func (s contentItem) read(ctx context.Context) (answer, error) {
 	handle := s.knownHandle()
 	switch {
 	case s.dynamic():
@@ -125,7 +125,7 @@ func (s single) read(ctx context.Context) (answer, error) {
 	}
 }
 
-func (s single) deleteBackend(ctx context.Context, handle string) error {
+func (s contentItem) deleteBackend(ctx context.Context, handle string) error {
 	secrets, err := s.c.deletionSecrets(ctx, s.VolumeSnapshotContent)
 	if err != nil {
 		return err
@@ -133,13 +133,13 @@ func (s single) deleteBackend(ctx context.Context, handle string) error {
 	return s.c.callDelete(ctx, handle, secrets)
 }
 
-func (s single) statusFor(a answer, now time.Time) map[string]any {
+func (s contentItem) statusFor(a answer, now time.Time) map[string]any {
 	return statusFrom(s.VolumeSnapshotContent, a.single, now)
 }
 
-func (s single) handleCleared() map[string]any { return map[string]any{"snapshotHandle": nil} }
+func (s contentItem) handleCleared() map[string]any { return map[string]any{"snapshotHandle": nil} }
 
-func (s single) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
+func (s contentItem) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
 	out, err := s.c.cfg.Writer.PatchContent(ctx, s.VolumeSnapshotContent, p)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func (s single) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
 	return s.c.single(out), nil
 }
 
-func (s single) patchStatus(ctx context.Context, fields map[string]any) (item, error) {
+func (s contentItem) patchStatus(ctx context.Context, fields map[string]any) (item, error) {
 	out, err := s.c.cfg.Writer.PatchContentStatus(ctx, s.VolumeSnapshotContent, fields)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (s single) patchStatus(ctx context.Context, fields map[string]any) (item, e
 	return s.c.single(out), nil
 }
 
-func (s single) liveVersion(ctx context.Context) (string, error) {
+func (s contentItem) liveVersion(ctx context.Context) (string, error) {
 	live, err := s.c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, s.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
