@@ -73,22 +73,28 @@ func (c *Component) WaitReady(timeout time.Duration) error {
 }
 
 // Metric sums the samples of a metric whose label set contains every given
-// "key=\"value\"" fragment, from the component's /metrics.
+// "key=\"value\"" fragment, from the component's /metrics (0 when none
+// matches).
 func (c *Component) Metric(ctx context.Context, name string, labels ...string) (float64, error) {
+	sum, _, err := c.MetricSeries(ctx, name, labels...)
+	return sum, err
+}
+
+// MetricSeries is Metric, and whether any series matched.
+func (c *Component) MetricSeries(ctx context.Context, name string, labels ...string) (sum float64, found bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.HTTPAddr+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	var sum float64
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
@@ -106,7 +112,8 @@ func (c *Component) Metric(ctx context.Context, name string, labels ...string) (
 		v, err := strconv.ParseFloat(f[len(f)-1], 64)
 		if err == nil {
 			sum += v
+			found = true
 		}
 	}
-	return sum, nil
+	return sum, found, nil
 }

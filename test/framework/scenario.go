@@ -28,6 +28,9 @@ type Scenario struct {
 	// Class is the VolumeSnapshotClass NewScenario created ("" with
 	// NoClass).
 	Class string
+	// GroupClass is the default VolumeGroupSnapshotClass NewScenario
+	// created with ScenarioOptions.GroupClass, else "".
+	GroupClass string
 	// Ctrl is the controller NewScenario started (nil with NoController).
 	Ctrl *Component
 	// Args are that controller's arguments (StartController adds -v=2).
@@ -87,6 +90,11 @@ type ScenarioOptions struct {
 	ClassParams  map[string]string
 	// NoClass: no VolumeSnapshotClass.
 	NoClass bool
+	// GroupClass: a default VolumeGroupSnapshotClass of the driver, of
+	// Policy, named group-class-<namespace> (the scenario_groups.go
+	// helpers use it). The controller needs group snapshots on
+	// (--feature-gates=CSIVolumeGroupSnapshot=true in ControllerArgs).
+	GroupClass bool
 	// NoController: the test starts its own controller processes.
 	NoController bool
 	// ControllerArgs follow "--components=binder,csi --csi-address=<socket>".
@@ -147,6 +155,14 @@ func newScenarioOn(t T, env *Env, o ScenarioOptions) *Scenario {
 		class := SnapshotClass(s.Class, s.Drv.Name, o.Policy, o.DefaultClass)
 		class.Parameters = o.ClassParams
 		env.CreateSnapshotClass(t, class)
+	}
+	if o.GroupClass {
+		policy := o.Policy
+		if policy == "" {
+			policy = snapv1.VolumeSnapshotContentDelete
+		}
+		s.GroupClass = "group-class-" + s.NS
+		MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create, GroupSnapshotClass(s.GroupClass, s.Drv.Name, policy, true))
 	}
 	s.Args = append([]string{"--components=binder,csi", "--csi-address=" + s.Drv.Socket}, o.ControllerArgs...)
 	if !o.NoController {

@@ -16,12 +16,12 @@ import (
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
-func (s *setup) addClass(t *testing.T, name string, isDefault bool) {
+func (s *world) addClass(t *testing.T, name string, isDefault bool) {
 	t.Helper()
 	s.Env.CreateSnapshotClass(t, framework.SnapshotClass(name, s.Drv.Name, snapv1.VolumeSnapshotContentDelete, isDefault))
 }
 
-func (s *setup) deleteClass(t *testing.T, name string) {
+func (s *world) deleteClass(t *testing.T, name string) {
 	t.Helper()
 	if err := s.Env.Snap.SnapshotV1().VolumeSnapshotClasses().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func (s *setup) deleteClass(t *testing.T, name string) {
 }
 
 func TestDefaultClassNoneOneTwo(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{}) // its class is not a default
+	s := newWorld(t, framework.ScenarioOptions{}) // its class is not a default
 	s.PVC(t, "data")
 	s.Snapshot(t, "none", "data", nil)
 	s.WaitSnapshotError(t, "none", "no default VolumeSnapshotClass for driver", 30*time.Second)
@@ -59,7 +59,7 @@ func TestDefaultClassNoneOneTwo(t *testing.T) {
 }
 
 func TestLateDependencies(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{})
+	s := newWorld(t, framework.ScenarioOptions{})
 	ctx := context.Background()
 
 	t.Run("class created after the snapshot", func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestLateDependencies(t *testing.T) {
 }
 
 func TestPreProvisionedContentOfAnotherSnapshotIsNeverBound(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{})
+	s := newWorld(t, framework.ScenarioOptions{})
 	ctx := context.Background()
 	name := "other-" + s.NS
 	s.PreProvisionedContent(t, name, "2", "someone-else", snapv1.VolumeSnapshotContentRetain)
@@ -135,7 +135,7 @@ func TestPreProvisionedContentOfAnotherSnapshotIsNeverBound(t *testing.T) {
 
 func TestClaimProtectionAndRestoreProtection(t *testing.T) {
 	// The driver cuts slowly, so the claim finalizer is observable.
-	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true, Faults: []framework.FaultRule{
+	s := newWorld(t, framework.ScenarioOptions{DefaultClass: true, Faults: []framework.FaultRule{
 		{Method: "CreateSnapshot", Latency: csitest.Duration(2 * time.Second), Times: 1}}})
 	ctx := context.Background()
 	s.PVC(t, "data")
@@ -199,7 +199,7 @@ func TestClaimProtectionAndRestoreProtection(t *testing.T) {
 }
 
 func TestSnapshotOfClaimBeingDeletedNeverBlocksIt(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true})
+	s := newWorld(t, framework.ScenarioOptions{DefaultClass: true})
 	ctx := context.Background()
 	s.PVC(t, "data")
 	claims := s.Env.Kube.CoreV1().PersistentVolumeClaims(s.NS)
@@ -229,7 +229,7 @@ func TestSnapshotOfClaimBeingDeletedNeverBlocksIt(t *testing.T) {
 }
 
 func TestDeletionWhileUnreadyAndClassDeletedFirst(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "CreateSnapshot", NotReady: 1000}}})
+	s := newWorld(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "CreateSnapshot", NotReady: 1000}}})
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	s.Env.WaitContent(t, snapshot.ContentNameFor(vs.UID), "cut but not ready", 20*time.Second, func(c *snapv1.VolumeSnapshotContent) bool {
@@ -244,7 +244,7 @@ func TestDeletionWhileUnreadyAndClassDeletedFirst(t *testing.T) {
 }
 
 func TestRestartCostsNoWrites(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true, NoController: true})
+	s := newWorld(t, framework.ScenarioOptions{DefaultClass: true, NoController: true})
 	ctx := context.Background()
 	ctrl := s.StartController(t, s.Args...)
 	for _, n := range []string{"a", "b", "c"} {

@@ -18,7 +18,7 @@ import (
 // key, not kubernetes.io/hostname), and only the CSI side deployed on that
 // node cuts it.
 func TestDistributedSnapshotting(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true, NoController: true})
+	s := newWorld(t, framework.ScenarioOptions{DefaultClass: true, NoController: true})
 	ctx := context.Background()
 	const topologyKey = "topology.mock.example.com/node"
 	for node, value := range map[string]string{"node-a": "a-rack", "node-b": "b-rack"} {

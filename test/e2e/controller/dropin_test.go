@@ -22,7 +22,7 @@ import (
 // snapshot: it belongs to the other cluster. It stays Terminating until
 // someone decides: the being-deleted mark deletes the backend snapshot.
 func TestCopiedContentKeepsItsBackendSnapshot(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{})
+	s := newWorld(t, framework.ScenarioOptions{})
 	ctx := context.Background()
 	s.PVC(t, "data")
 	s.Snapshot(t, "snap", "data", &s.Class)
@@ -69,7 +69,7 @@ func TestCopiedContentKeepsItsBackendSnapshot(t *testing.T) {
 func TestBoundContentDeletedByHandWaitsForItsSnapshot(t *testing.T) {
 	for _, policy := range []snapv1.DeletionPolicy{snapv1.VolumeSnapshotContentRetain, snapv1.VolumeSnapshotContentDelete} {
 		t.Run(string(policy), func(t *testing.T) {
-			s := newSetup(t, framework.ScenarioOptions{Policy: policy})
+			s := newWorld(t, framework.ScenarioOptions{Policy: policy})
 			ctx := context.Background()
 			s.PVC(t, "data")
 			s.Snapshot(t, "snap", "data", &s.Class)
@@ -104,7 +104,7 @@ func TestBoundContentDeletedByHandWaitsForItsSnapshot(t *testing.T) {
 // With no CSI side running for its driver, a snapshot still shows at once
 // which content it is bound to, and that it is not ready.
 func TestSnapshotShowsItsContentBeforeTheCSISideReports(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{NoController: true})
+	s := newWorld(t, framework.ScenarioOptions{NoController: true})
 	s.Env.StartController(t, "--components=binder")
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", &s.Class)

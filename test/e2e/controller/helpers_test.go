@@ -8,11 +8,11 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-// setup is one test's world (framework.Scenario): a driver named e2e-*, a
+// world is one test's world (framework.Scenario): a driver named e2e-*, a
 // class for it, and a controller running both components.
-type setup struct{ *framework.Scenario }
+type world struct{ *framework.Scenario }
 
-func newSetup(t *testing.T, o framework.ScenarioOptions) *setup {
+func newWorld(t *testing.T, o framework.ScenarioOptions) *world {
 	t.Helper()
-	return &setup{framework.NewScenario(t, o)}
+	return &world{framework.NewScenario(t, o)}
 }

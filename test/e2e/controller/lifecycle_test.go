@@ -2,10 +2,6 @@ package controller
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +13,7 @@ import (
 )
 
 func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{DefaultClass: true})
+	s := newWorld(t, framework.ScenarioOptions{DefaultClass: true})
 	ctx := context.Background()
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", nil)
@@ -48,21 +44,16 @@ func TestDynamicSnapshotBecomesReadyAndIsDeleted(t *testing.T) {
 	s.DeleteAndExpectNothingLeft(t, "snap", contentName)
 	// Nothing is remembered of our writes once the caches caught up.
 	for _, component := range []string{"binder", "csi"} {
-		series := `snapkeeper_cache_lag_entries{component="` + component + `"} 0`
-		framework.Eventually(t, 10*time.Second, series, func() (bool, error) {
-			resp, err := http.Get("http://" + s.Ctrl.HTTPAddr + "/metrics")
-			if err != nil {
-				return false, err
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			return err == nil && slices.Contains(strings.Split(string(body), "\n"), series), err
+		label := `component="` + component + `"`
+		framework.Eventually(t, 10*time.Second, "snapkeeper_cache_lag_entries{"+label+"} 0", func() (bool, error) {
+			v, found, err := s.Ctrl.MetricSeries(ctx, "snapkeeper_cache_lag_entries", label)
+			return err == nil && found && v == 0, err
 		})
 	}
 }
 
 func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
+	s := newWorld(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
 	ctx := context.Background()
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", &s.Class)

@@ -29,19 +29,19 @@ const (
 	mList   = "/csi.v1.Controller/ListSnapshots"
 )
 
-// setup is one test's world (framework.Scenario) with a driver named
+// world is one test's world (framework.Scenario) with a driver named
 // csiside-*; the helpers below are the CSI side's own.
-type setup struct{ *framework.Scenario }
+type world struct{ *framework.Scenario }
 
-func newSetup(t *testing.T, o framework.ScenarioOptions) *setup {
+func newWorld(t *testing.T, o framework.ScenarioOptions) *world {
 	t.Helper()
 	o.DriverPrefix = "csiside"
-	return &setup{framework.NewScenario(t, o)}
+	return &world{framework.NewScenario(t, o)}
 }
 
 // snapData creates claim "data" and VolumeSnapshot "snap" of it in the
 // scenario's class, and returns the snapshot and the name of its content.
-func (s *setup) snapData(t *testing.T) (*snapv1.VolumeSnapshot, string) {
+func (s *world) snapData(t *testing.T) (*snapv1.VolumeSnapshot, string) {
 	t.Helper()
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", &s.Class)
@@ -49,14 +49,14 @@ func (s *setup) snapData(t *testing.T) (*snapv1.VolumeSnapshot, string) {
 }
 
 // calls returns how often the driver answered method with code.
-func (s *setup) calls(t *testing.T, method, code string) int64 {
+func (s *world) calls(t *testing.T, method, code string) int64 {
 	t.Helper()
 	return s.Drv.Calls(t).Count(method, code)
 }
 
 // wantCalls checks that the driver answered method with code exactly want
 // times; why, if not empty, says why that many.
-func (s *setup) wantCalls(t *testing.T, method, code string, want int64, why string) {
+func (s *world) wantCalls(t *testing.T, method, code string, want int64, why string) {
 	t.Helper()
 	if n := s.calls(t, method, code); n != want {
 		if why != "" {
@@ -81,7 +81,7 @@ func csiName(prefix string, uid string, uuidLength int) string {
 
 // cutBackendSnapshot creates a snapshot directly on the driver over its
 // socket, as a backup tool or an admin would before importing it.
-func (s *setup) cutBackendSnapshot(t *testing.T, name, volume string) *csipb.Snapshot {
+func (s *world) cutBackendSnapshot(t *testing.T, name, volume string) *csipb.Snapshot {
 	t.Helper()
 	snap, err := framework.CutSnapshot(context.Background(), s.Drv.Socket, name, volume, 20*time.Second)
 	if err != nil {

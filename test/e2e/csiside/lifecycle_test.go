@@ -20,7 +20,7 @@ import (
 // deterministic name, and deleting the VolumeSnapshot deletes it.
 func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 	const notReady = 3 // polls 1, 3 and 7 s after the cut
-	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "*", NotReady: notReady}}})
+	s := newWorld(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "*", NotReady: notReady}}})
 	vs, contentName := s.snapData(t)
 
 	// The cut is stored at once, not ready, and the mark is gone.
@@ -68,7 +68,7 @@ func TestNotReadyIsPolledUntilReadyThenDeleted(t *testing.T) {
 // cut), and deleting the snapshot leaves nothing anywhere.
 func TestFinalErrorShownOnSnapshot(t *testing.T) {
 	const msg = "volume cannot be snapshotted: unsupported filesystem xfs-legacy"
-	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "InvalidArgument", Message: msg}}})
+	s := newWorld(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "CreateSnapshot", Code: "InvalidArgument", Message: msg}}})
 	_, contentName := s.snapData(t)
 
 	got := s.WaitSnapshotError(t, "snap", msg, 30*time.Second)
@@ -99,7 +99,7 @@ func TestFinalErrorShownOnSnapshot(t *testing.T) {
 // shown to the user, and recovers to ready without a second snapshot.
 func TestInProgressErrorRecovers(t *testing.T) {
 	const msg = "backend busy, try later"
-	s := newSetup(t, framework.ScenarioOptions{
+	s := newWorld(t, framework.ScenarioOptions{
 		Faults:         []framework.FaultRule{{Method: "CreateSnapshot", Code: "Unavailable", Message: msg, Times: 3, AfterCall: true}},
 		ControllerArgs: []string{"--retry-interval-start=500ms"},
 	})
@@ -151,7 +151,7 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{tc.fault}, ControllerArgs: tc.args})
+			s := newWorld(t, framework.ScenarioOptions{Faults: []framework.FaultRule{tc.fault}, ControllerArgs: tc.args})
 			_, contentName := s.snapData(t)
 
 			// The backend has cut it; the controller is still waiting.
@@ -184,7 +184,7 @@ func TestDeleteWhileCreateInFlight(t *testing.T) {
 // retried under the same name: ready, exactly one backend snapshot
 // (external-snapshotter issue 134).
 func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{
+	s := newWorld(t, framework.ScenarioOptions{
 		Faults: []framework.FaultRule{{Method: "CreateSnapshot", HangUntilDeadline: true, Times: 1}},
 		// A slow first retry, so the timed-out state can be looked at.
 		ControllerArgs: []string{"--timeout=2s", "--retry-interval-start=3s"},
@@ -241,7 +241,7 @@ func TestCreateTimeoutRetriedWithoutDuplicate(t *testing.T) {
 // snapshot. An admin who later switches the content to Delete and deletes
 // it removes the backend snapshot.
 func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
+	s := newWorld(t, framework.ScenarioOptions{Policy: snapv1.VolumeSnapshotContentRetain})
 	ctx := context.Background()
 	_, contentName := s.snapData(t)
 	s.WaitReady(t, "snap", 30*time.Second)
@@ -278,7 +278,7 @@ func TestRetainKeepsContentAndBackendSnapshot(t *testing.T) {
 // handle and a VolumeSnapshot naming that content: its status is read with
 // ListSnapshots (polled while not ready) and nothing is cut.
 func TestPreProvisionedImport(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "ListSnapshots", NotReady: 2}}})
+	s := newWorld(t, framework.ScenarioOptions{Faults: []framework.FaultRule{{Method: "ListSnapshots", NotReady: 2}}})
 	snap := s.cutBackendSnapshot(t, "imported-"+s.NS, "vol-external")
 	contentName := "imported-" + s.NS
 	s.PreProvisionedContent(t, contentName, snap.SnapshotId, "snap", snapv1.VolumeSnapshotContentDelete)
@@ -321,7 +321,7 @@ func TestPreProvisionedImport(t *testing.T) {
 // --snapshot-name-prefix and --snapshot-name-uuid-length are honoured
 // exactly: "<prefix>-<first N hex characters of the UID, dashes removed>".
 func TestSnapshotNameFlags(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{ControllerArgs: []string{"--snapshot-name-prefix=snap", "--snapshot-name-uuid-length=8"}})
+	s := newWorld(t, framework.ScenarioOptions{ControllerArgs: []string{"--snapshot-name-prefix=snap", "--snapshot-name-uuid-length=8"}})
 	s.PVC(t, "data")
 	vs := s.Snapshot(t, "snap", "data", &s.Class)
 	s.WaitReady(t, "snap", 30*time.Second)

@@ -16,7 +16,7 @@ import (
 // binder in another process: a snapshot goes ready and is deleted, and only
 // the CSI-side process talks to the driver.
 func TestSeparateBinderAndCSIProcesses(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{NoController: true})
+	s := newWorld(t, framework.ScenarioOptions{NoController: true})
 	ctx := context.Background()
 	binder := s.StartController(t, "--components=binder")
 	csiSide := s.StartController(t, "--components=csi", "--csi-address="+s.Drv.Socket)
@@ -56,7 +56,7 @@ func TestVeleroStyleDelete(t *testing.T) {
 			name = "binder and CSI side in one process"
 		}
 		t.Run(name, func(t *testing.T) {
-			s := newSetup(t, framework.ScenarioOptions{NoController: true})
+			s := newWorld(t, framework.ScenarioOptions{NoController: true})
 			if csiLate {
 				s.StartController(t, "--components=binder")
 			} else {
@@ -102,7 +102,7 @@ func TestVeleroStyleDelete(t *testing.T) {
 // side waits for the binder's being-deleted mark, which comes only when
 // the VolumeSnapshot is deleted.
 func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{})
+	s := newWorld(t, framework.ScenarioOptions{})
 	_, contentName := s.snapData(t)
 	s.WaitReady(t, "snap", 30*time.Second)
 	s.DeleteContent(t, contentName)
@@ -128,7 +128,7 @@ func TestContentDeletedUnderBoundSnapshotKeepsBackend(t *testing.T) {
 // reconnects, cuts the snapshot again under the same name, and ends ready
 // with exactly one backend snapshot.
 func TestDriverRestartDuringCreate(t *testing.T) {
-	s := newSetup(t, framework.ScenarioOptions{})
+	s := newWorld(t, framework.ScenarioOptions{})
 	// Installed over HTTP, so that the restarted driver comes without it.
 	s.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: "CreateSnapshot", Hang: csitest.Duration(60 * time.Second), Times: 1}}})
 	vs, contentName := s.snapData(t)

@@ -1,8 +1,6 @@
 package groups
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -24,28 +22,28 @@ func TestGroupDriverFaults(t *testing.T) {
 		{Method: "GetVolumeGroupSnapshot", NotReady: 2},
 	}})
 	dbClaims(t, w)
-	w.group(t, "db", dbSelector)
-	w.waitGroupReady(t, "db", 60*time.Second)
+	w.Group(t, "db", dbSelector)
+	w.WaitGroupReady(t, "db", 60*time.Second)
 	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s, want exactly one cut", framework.JSON(b))
 	}
-	if n := len(w.members(t, "db")); n != 3 {
+	if n := len(w.Members(t, "db")); n != 3 {
 		t.Fatalf("%d members, want 3", n)
 	}
-	w.noLeak(t)
+	w.NoLeak(t)
 
 	// A final error: reported on the group, nothing cut, nothing left.
 	w.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: createGroup, Code: "InvalidArgument", Message: "unsupported group parameter"}}})
-	w.group(t, "bad", dbSelector)
+	w.Group(t, "bad", dbSelector)
 	w.Env.WaitGroupError(t, w.NS, "bad", "unsupported group parameter", 30*time.Second)
 	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s after a refused cut, want only the first", framework.JSON(b))
 	}
-	w.deleteGroup(t, "bad")
-	w.deleteGroup(t, "db")
-	w.waitGroupGone(t, "bad")
-	w.waitGroupGone(t, "db")
-	w.nothingLeft(t)
+	w.DeleteGroup(t, "bad")
+	w.DeleteGroup(t, "db")
+	w.WaitGroupGone(t, "bad")
+	w.WaitGroupGone(t, "db")
+	w.NothingLeft(t)
 }
 
 // TestGroupControllerKilledMidCreate: the controller is SIGKILLed while the
@@ -58,32 +56,24 @@ func TestGroupControllerKilledMidCreate(t *testing.T) {
 	}})
 	dbClaims(t, w)
 
-	w.group(t, "db", dbSelector)
-	w.waitBackendGroups(t, 1)
-	w.restart(t)
-	w.waitGroupReady(t, "db", 60*time.Second)
+	w.Group(t, "db", dbSelector)
+	w.WaitBackendGroups(t, 1)
+	w.Restart(t)
+	w.WaitGroupReady(t, "db", 60*time.Second)
 	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s, want exactly one cut", framework.JSON(b))
 	}
 
 	w.Drv.SetFaults(t, framework.Faults{Rules: []framework.FaultRule{{Method: createGroup, Times: 1, Hang: csitest.Duration(time.Minute)}}})
-	w.group(t, "gone", &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "data"}})
-	w.waitBackendGroups(t, 2)
-	w.deleteGroup(t, "gone")
+	w.Group(t, "gone", &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "data"}})
+	w.WaitBackendGroups(t, 2)
+	w.DeleteGroup(t, "gone")
 	time.Sleep(time.Second) // the controller sees the deletion while its call hangs
-	w.restart(t)
-	w.waitGroupGone(t, "gone")
-	w.deleteGroup(t, "db")
-	w.waitGroupGone(t, "db")
-	w.nothingLeft(t)
-}
-
-func (w *world) waitBackendGroups(t *testing.T, n int) {
-	t.Helper()
-	framework.Eventually(t, 30*time.Second, fmt.Sprintf("%d backend groups", n), func() (bool, error) {
-		b, err := w.Drv.GetGroups(context.Background())
-		return len(b) == n, fmt.Errorf("%d groups (%v)", len(b), err)
-	})
+	w.Restart(t)
+	w.WaitGroupGone(t, "gone")
+	w.DeleteGroup(t, "db")
+	w.WaitGroupGone(t, "db")
+	w.NothingLeft(t)
 }
 
 // TestGroupLostReplyThenFinalError: the driver cuts the group but the reply
@@ -97,17 +87,17 @@ func TestGroupLostReplyThenFinalError(t *testing.T) {
 		{Method: createGroup, Code: "Internal", Message: "backend error"},
 	}})
 	dbClaims(t, w)
-	w.group(t, "db", dbSelector)
-	w.waitBackendGroups(t, 1)
+	w.Group(t, "db", dbSelector)
+	w.WaitBackendGroups(t, 1)
 	framework.Eventually(t, 30*time.Second, "a CreateVolumeGroupSnapshot answered Internal", func() (bool, error) {
 		return w.Drv.Calls(t).Count(createGroup, "Internal") > 0, nil
 	})
-	w.deleteGroup(t, "db")
+	w.DeleteGroup(t, "db")
 	time.Sleep(3 * time.Second)
 	if b := w.Drv.Groups(t); len(b) != 1 {
 		t.Fatalf("backend groups %s while the driver fails, want the one the lost call cut", framework.JSON(b))
 	}
 	w.Drv.SetFaults(t, framework.Faults{})
-	w.waitGroupGone(t, "db")
-	w.nothingLeft(t)
+	w.WaitGroupGone(t, "db")
+	w.NothingLeft(t)
 }

@@ -48,8 +48,8 @@ func TestGroupLifecycle(t *testing.T) {
 	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes})
 	w.Env.StartWebhook(t)
 	claims := dbClaims(t, w)
-	w.group(t, "db", dbSelector)
-	g := w.waitGroupReady(t, "db", 60*time.Second)
+	w.Group(t, "db", dbSelector)
+	g := w.WaitGroupReady(t, "db", 60*time.Second)
 
 	contentName := *g.Status.BoundVolumeGroupSnapshotContentName
 	if want := "groupsnapcontent-" + string(g.UID); contentName != want {
@@ -79,7 +79,7 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Fatalf("group content handle %q, backend group %q", *content.Status.VolumeGroupSnapshotHandle, backend[0].ID)
 	}
 
-	members := w.members(t, "db")
+	members := w.Members(t, "db")
 	if len(members) != 3 {
 		t.Fatalf("%d members, want 3: %s", len(members), framework.JSON(members))
 	}
@@ -87,7 +87,7 @@ func TestGroupLifecycle(t *testing.T) {
 		vs := findMember(t, members, g, w.Handle(claim))
 		checkMember(t, w, &vs, g, claim, backend[0].SnapshotIDs)
 	}
-	w.noLeak(t)
+	w.NoLeak(t)
 
 	// A member restores: the webhook accepts it as a usable snapshot.
 	member := findMember(t, members, g, w.Handle("data-0"))
@@ -111,12 +111,12 @@ func TestGroupLifecycle(t *testing.T) {
 	}
 
 	// Deleting the group waits while a claim restores from a member.
-	w.deleteGroup(t, "db")
+	w.DeleteGroup(t, "db")
 	time.Sleep(3 * time.Second)
-	if g := w.getGroup(t, "db"); g.DeletionTimestamp == nil {
+	if g := w.GetGroup(t, "db"); g.DeletionTimestamp == nil {
 		t.Fatal("group not marked deleted")
 	}
-	if n := len(w.members(t, "db")); n != 3 {
+	if n := len(w.Members(t, "db")); n != 3 {
 		t.Fatalf("%d members left while a claim restores from one, want 3", n)
 	}
 	if len(w.Drv.Groups(t)) != 1 {
@@ -126,13 +126,13 @@ func TestGroupLifecycle(t *testing.T) {
 	// The restore finishes (the claim is bound to its volume): everything
 	// goes, at the driver too.
 	w.Env.BindClaim(t, w.NS, "restore", framework.PVCOptions{Driver: w.Drv.Name})
-	w.waitGroupGone(t, "db")
+	w.WaitGroupGone(t, "db")
 	for _, m := range members {
 		w.WaitSnapshotGone(t, m.Name)
 		w.WaitContentGone(t, *m.Status.BoundVolumeSnapshotContentName)
 	}
 	w.Env.WaitGroupContentGone(t, contentName, 30*time.Second)
-	w.nothingLeft(t)
+	w.NothingLeft(t)
 	w.groupDeletesNamedTheirMembers(t, 3)
 	if n := w.Drv.Calls(t).Count("DeleteSnapshot", ""); n != 0 {
 		t.Fatalf("%d members deleted one by one through DeleteSnapshot, want 0 (DeleteVolumeGroupSnapshot)", n)

@@ -22,13 +22,13 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes, Policy: snapv1.VolumeSnapshotContentRetain})
 	dbClaims(t, w)
-	w.group(t, "db", dbSelector)
-	g := w.waitGroupReady(t, "db", 60*time.Second)
+	w.Group(t, "db", dbSelector)
+	g := w.WaitGroupReady(t, "db", 60*time.Second)
 	contentName := *g.Status.BoundVolumeGroupSnapshotContentName
-	members := w.members(t, "db")
+	members := w.Members(t, "db")
 
-	w.deleteGroup(t, "db")
-	w.waitGroupGone(t, "db")
+	w.DeleteGroup(t, "db")
+	w.WaitGroupGone(t, "db")
 	for _, m := range members {
 		w.WaitSnapshotGone(t, m.Name)
 	}
@@ -80,12 +80,12 @@ func TestGroupRetainThenPreProvisioned(t *testing.T) {
 		Spec:       groupv1.VolumeGroupSnapshotSpec{Source: groupv1.VolumeGroupSnapshotSource{VolumeGroupSnapshotContentName: &source}},
 	}
 	framework.MustCreate(t, w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(w.NS).Create, vgs)
-	got := w.waitGroupReady(t, "imported", 60*time.Second)
+	got := w.WaitGroupReady(t, "imported", 60*time.Second)
 	if n := got.Status.BoundVolumeGroupSnapshotContentName; n == nil || *n != source {
 		t.Fatalf("imported group bound to %v, want %s", n, source)
 	}
-	w.deleteGroup(t, "imported")
-	w.waitGroupGone(t, "imported")
+	w.DeleteGroup(t, "imported")
+	w.WaitGroupGone(t, "imported")
 	w.Env.WaitGroupContentGone(t, source, 30*time.Second)
-	w.nothingLeft(t)
+	w.NothingLeft(t)
 }

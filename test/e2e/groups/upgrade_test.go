@@ -26,8 +26,8 @@ func TestGroupFromV1beta1DeletesWithItsMembers(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, framework.ScenarioOptions{ClaimSizes: dbSizes})
 	dbClaims(t, w)
-	w.group(t, "db", dbSelector)
-	g := w.waitGroupReady(t, "db", 60*time.Second)
+	w.Group(t, "db", dbSelector)
+	g := w.WaitGroupReady(t, "db", 60*time.Second)
 	name := *g.Status.BoundVolumeGroupSnapshotContentName
 	contents := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents()
 	if _, err := contents.Patch(ctx, name, types.MergePatchType,
@@ -37,9 +37,9 @@ func TestGroupFromV1beta1DeletesWithItsMembers(t *testing.T) {
 	if c, err := contents.Get(ctx, name, metav1.GetOptions{}); err != nil || len(c.Status.VolumeSnapshotInfoList) != 0 {
 		t.Fatalf("member list not removed (%v): %s", err, framework.JSON(c.Status))
 	}
-	w.deleteGroup(t, "db")
-	w.waitGroupGone(t, "db")
-	w.nothingLeft(t)
+	w.DeleteGroup(t, "db")
+	w.WaitGroupGone(t, "db")
+	w.NothingLeft(t)
 	w.groupDeletesNamedTheirMembers(t, 3)
 }
 

@@ -86,7 +86,7 @@ func TestGroupWebhook(t *testing.T) {
 	// A second default group class for the driver.
 	_, err := w.Env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx,
 		framework.GroupSnapshotClass("second-default-"+w.NS, w.Drv.Name, snapv1.VolumeSnapshotContentDelete, true), metav1.CreateOptions{})
-	denied("second default group class", err, snapshot.AnnGroupDefaultClass, w.class)
+	denied("second default group class", err, snapshot.AnnGroupDefaultClass, w.GroupClass)
 
 	// The source of a group is fixed.
 	_, err = groups.Create(ctx, &groupv1.VolumeGroupSnapshot{
@@ -96,14 +96,14 @@ func TestGroupWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.waitGroupReady(t, "fixed", time.Minute)
-	real := w.getGroup(t, "fixed")
+	w.WaitGroupReady(t, "fixed", time.Minute)
+	real := w.GetGroup(t, "fixed")
 	real.Spec.Source.Selector = app("other")
 	_, err = groups.Update(ctx, real, metav1.UpdateOptions{})
 	denied("changed source", err, "spec.source") // the CRD or the webhook
-	w.deleteGroup(t, "fixed")
-	w.waitGroupGone(t, "fixed")
-	w.noLeak(t)
+	w.DeleteGroup(t, "fixed")
+	w.WaitGroupGone(t, "fixed")
+	w.NoLeak(t)
 }
 
 func (w *world) label(t *testing.T, claim string, labels map[string]string) {
