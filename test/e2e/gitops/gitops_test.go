@@ -152,26 +152,6 @@ spec:
   source:
     persistentVolumeClaimName: logs
 `,
-	// snapshots with db-snap's source changed to logs.
-	"snapshots-moved": `apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshot
-metadata:
-  name: db-snap
-  namespace: {{.NS}}
-spec:
-  source:
-    persistentVolumeClaimName: logs
----
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshot
-metadata:
-  name: logs-snap
-  namespace: {{.NS}}
-spec:
-  volumeSnapshotClassName: {{.NS}}-retain
-  source:
-    persistentVolumeClaimName: logs
-`,
 	// extra is a valid new snapshot riding along with each mistake: it
 	// shows whether Flux applied part of a commit it reported failed.
 	"extra": `apiVersion: snapshot.storage.k8s.io/v1
@@ -182,22 +162,6 @@ metadata:
 spec:
   source:
     persistentVolumeClaimName: logs
-`,
-	"restore-wrong-kind": `apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: db-restore
-  namespace: {{.NS}}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: {{.SC}}
-  dataSource:
-    apiGroup: snapshot.storage.k8s.io
-    kind: volumesnapshot
-    name: db-snap
-  resources:
-    requests:
-      storage: 64Mi
 `,
 	"restore": `apiVersion: v1
 kind: PersistentVolumeClaim
@@ -215,19 +179,6 @@ spec:
     requests:
       storage: 64Mi
 `,
-	// late with its source changed, and Flux's force annotation: Flux
-	// replaces an object whose change the API server calls immutable.
-	"late-forced": `apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshot
-metadata:
-  name: late
-  namespace: {{.NS}}
-  annotations:
-    kustomize.toolkit.fluxcd.io/force: enabled
-spec:
-  source:
-    persistentVolumeClaimName: logs
-`,
 	"late": `apiVersion: snapshot.storage.k8s.io/v1
 kind: VolumeSnapshot
 metadata:
@@ -237,6 +188,26 @@ spec:
   source:
     persistentVolumeClaimName: db
 `,
+}
+
+func init() {
+	// The mistakes and the forced change are each one edit of a good file.
+	edits := []struct{ name, from, old, new string }{
+		// db-snap's source changed to logs.
+		{"snapshots-moved", "snapshots", "persistentVolumeClaimName: db\n", "persistentVolumeClaimName: logs\n"},
+		// a restore from a kind in the wrong case.
+		{"restore-wrong-kind", "restore", "kind: VolumeSnapshot\n", "kind: volumesnapshot\n"},
+		// late from logs, with Flux's force annotation: Flux replaces an
+		// object whose change the API server calls immutable.
+		{"late-forced", "late", "  namespace: {{.NS}}\nspec:\n  source:\n    persistentVolumeClaimName: db\n",
+			"  namespace: {{.NS}}\n  annotations:\n    kustomize.toolkit.fluxcd.io/force: enabled\nspec:\n  source:\n    persistentVolumeClaimName: logs\n"},
+	}
+	for _, e := range edits {
+		if !strings.Contains(manifests[e.from], e.old) {
+			panic("manifest " + e.from + " lacks " + e.old)
+		}
+		manifests[e.name] = strings.Replace(manifests[e.from], e.old, e.new, 1)
+	}
 }
 
 // base is the repository of scenario 1.
