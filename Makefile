@@ -329,7 +329,7 @@ $(FLUX_TOOLS) &: hack/tools/flux/go.mod hack/tools/flux/go.sum
 	  $$($(GO) list -m -f '{{.Dir}}' github.com/fluxcd/kustomize-controller)/config/crd/bases/*.yaml $(ABS_BIN)/flux-crds/
 	chmod u+w $(BIN)/flux-crds/*.yaml
 	touch $(FLUX_TOOLS)
-test-gitops: tools own-binaries $(FLUX_TOOLS)
+test-gitops: $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver own-binaries $(FLUX_TOOLS)
 	SNAPKEEPER_GITOPS=1 SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -v -timeout 30m $(GITOPS_ARGS) ./test/e2e/gitops
 
 # The node suites (test/node): the chart installed with helm on a real
