@@ -129,11 +129,11 @@ func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			forKinds(t, func(t *testing.T, k kind) {
-				if k.group && tc.snapshotOnly {
+				if k.Group && tc.snapshotOnly {
 					t.Skip("a rule of snapshots only")
 				}
-				message := k.says(tc.message)
-				if k.group && tc.group != "" {
+				message := k.Says(tc.message)
+				if k.Group && tc.group != "" {
 					message = tc.group
 				}
 				h := k.harness(t, append(tc.objs(k), k.subject("s1", tc.subject...))...)
@@ -144,20 +144,20 @@ func TestSnapshotProblemsBecomeStatusErrorsWithoutContent(t *testing.T) {
 				if res.RequeueAfter == 0 {
 					t.Error("a waiting snapshot must be re-checked later")
 				}
-				if got := h.writes(); !slices.Equal(got, k.saysAll("patch volumesnapshots/status")) {
+				if got := h.writes(); !slices.Equal(got, k.SaysAll("patch volumesnapshots/status")) {
 					t.Fatalf("writes = %v, want one status patch", got)
 				}
 				st := k.statusError(k.get(h, "s1"))
 				if st == nil || !strings.Contains(*st.Message, message) {
 					t.Fatalf("status.error %+v, want an error containing %q", st, message)
 				}
-				if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], k.says(tc.reason)) {
-					t.Errorf("events = %v, want one %s", ev, k.says(tc.reason))
+				if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], k.Says(tc.reason)) {
+					t.Errorf("events = %v, want one %s", ev, k.Says(tc.reason))
 				}
 				// Same problem again: no write, no event (transitions only).
 				// The cache may lag; the server copy is used.
 				h.api.ClearActions()
-				if err := h.c.report(context.Background(), k.live(h, "s1"), problemf(k.says(tc.reason), "%s", *st.Message)); err != nil {
+				if err := h.c.report(context.Background(), k.live(h, "s1"), problemf(k.Says(tc.reason), "%s", *st.Message)); err != nil {
 					t.Fatal(err)
 				}
 				if got := h.writes(); len(got) != 0 {
@@ -233,8 +233,8 @@ func TestPreProvisionedBinding(t *testing.T) {
 				if _, err := k.sync(h, "s1"); err != nil {
 					t.Fatal(err)
 				}
-				if got := h.writes(); !slices.Equal(got, k.saysAll(tc.writes...)) {
-					t.Fatalf("writes = %v, want %v", got, k.saysAll(tc.writes...))
+				if got := h.writes(); !slices.Equal(got, k.SaysAll(tc.writes...)) {
+					t.Fatalf("writes = %v, want %v", got, k.SaysAll(tc.writes...))
 				}
 				if tc.message == "" {
 					c, ref := k.getContent(h, "pre")
@@ -244,8 +244,8 @@ func TestPreProvisionedBinding(t *testing.T) {
 					return
 				}
 				st := k.statusError(k.get(h, "s1"))
-				if st == nil || !strings.Contains(*st.Message, k.says(tc.message)) {
-					t.Fatalf("status.error %+v, want error %q", st, k.says(tc.message))
+				if st == nil || !strings.Contains(*st.Message, k.Says(tc.message)) {
+					t.Fatalf("status.error %+v, want error %q", st, k.Says(tc.message))
 				}
 			})
 		})
@@ -302,8 +302,8 @@ func TestDeletion(t *testing.T) {
 				if _, err := k.sync(h, "s1"); err != nil {
 					t.Fatal(err)
 				}
-				if got := h.writes(); !slices.Equal(got, k.saysAll(tc.writes...)) {
-					t.Fatalf("writes = %v, want %v", got, k.saysAll(tc.writes...))
+				if got := h.writes(); !slices.Equal(got, k.SaysAll(tc.writes...)) {
+					t.Fatalf("writes = %v, want %v", got, k.SaysAll(tc.writes...))
 				}
 				want := fins
 				if tc.released {
@@ -389,11 +389,11 @@ func TestAPIErrorsAreReturnedForRetry(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			forKinds(t, func(t *testing.T, k kind) {
-				if k.group && tc.snapshotOnly {
+				if k.Group && tc.snapshotOnly {
 					t.Skip("a rule of snapshots only")
 				}
 				h := k.harness(t, k.subject("s1"), pvc, pv, k.class("gold", testkit.DefaultClass()))
-				h.api.Inject(testkit.Fault{Verb: tc.verb, Resource: k.says(tc.resource), Err: tc.err})
+				h.api.Inject(testkit.Fault{Verb: tc.verb, Resource: k.Says(tc.resource), Err: tc.err})
 				if _, err := k.sync(h, "s1"); err == nil {
 					t.Fatal("want the error back, for a rate-limited retry")
 				}
@@ -426,8 +426,8 @@ func TestNoContentForASubjectGoneBehindTheCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range h.writes() {
-			if strings.Contains(w, k.says("volumesnapshotcontents")) {
-				t.Errorf("wrote %q for a %s the API server no longer holds", w, k.name)
+			if strings.Contains(w, k.Says("volumesnapshotcontents")) {
+				t.Errorf("wrote %q for a %s the API server no longer holds", w, k.Name)
 			}
 		}
 	})

@@ -2,7 +2,6 @@ package binder
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
@@ -22,22 +21,29 @@ import (
 // of a rule both kinds have runs for both: kind builds the case's objects
 // of one kind, syncs them and reads back the result. A case is written in
 // the snapshot kind's words (writes, messages, reasons); the group kind
-// says the same in its own (says).
+// says the same in its own (testkit.Kind.Says).
 
 // kind is a VolumeSnapshot with its content and class, or a
 // VolumeGroupSnapshot with its own.
-type kind struct {
-	name  string
-	group bool
-}
+type kind struct{ testkit.Kind }
 
-var kinds = []kind{{name: "snapshot"}, {name: "group", group: true}}
+var kinds = func() []kind {
+	// The group kind's words for what a case says in the snapshot kind's.
+	snap, group := testkit.Kinds(
+		"volumesnapshot", "volumegroupsnapshot", // resources in writes
+		"VolumeSnapshot", "VolumeGroupSnapshot", // kinds in messages
+		snapshot.ReasonSetDefaultSnapshotClassFailed, snapshot.ReasonSetDefaultGroupSnapshotClassFailed,
+		snapshot.ReasonGetSnapshotClassFailed, snapshot.ReasonGetGroupSnapshotClassFailed,
+		snapshot.ReasonSnapshotContentCreationFailed, snapshot.ReasonGroupSnapshotContentCreationFailed,
+	)
+	return []kind{{snap}, {group}}
+}()
 
 // forKinds runs test once for each kind, as a subtest named after it.
 func forKinds(t *testing.T, test func(t *testing.T, k kind)) {
 	t.Helper()
 	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) { test(t, k) })
+		t.Run(k.Name, func(t *testing.T) { test(t, k) })
 	}
 }
 
@@ -64,35 +70,8 @@ type built interface {
 	runtime.Object
 }
 
-// groupWords are the group kind's words for what a case says in the
-// snapshot kind's.
-var groupWords = strings.NewReplacer(
-	"volumesnapshot", "volumegroupsnapshot", // resources in writes
-	"VolumeSnapshot", "VolumeGroupSnapshot", // kinds in messages
-	snapshot.ReasonSetDefaultSnapshotClassFailed, snapshot.ReasonSetDefaultGroupSnapshotClassFailed,
-	snapshot.ReasonGetSnapshotClassFailed, snapshot.ReasonGetGroupSnapshotClassFailed,
-	snapshot.ReasonSnapshotContentCreationFailed, snapshot.ReasonGroupSnapshotContentCreationFailed,
-)
-
-// says is s, written in the snapshot kind's words, in the kind's words.
-func (k kind) says(s string) string {
-	if k.group {
-		return groupWords.Replace(s)
-	}
-	return s
-}
-
-// saysAll is says of each of ss.
-func (k kind) saysAll(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		out = append(out, k.says(s))
-	}
-	return out
-}
-
 // configure turns the group loop on for groups.
-func (k kind) configure(cfg *Config) { cfg.Groups = k.group }
+func (k kind) configure(cfg *Config) { cfg.Groups = k.Group }
 
 // harness is a binder of the kind over a fake API server that holds objs.
 func (k kind) harness(t *testing.T, objs ...runtime.Object) *harness {
@@ -103,7 +82,7 @@ func (k kind) harness(t *testing.T, objs ...runtime.Object) *harness {
 // subject is snapshot (or group) name in testNS, of the claim pvc1 (of the
 // claims labelled testkit.GroupLabel).
 func (k kind) subject(name string, opts ...subjectOption) built {
-	if k.group {
+	if k.Group {
 		return testkit.GroupSnapshot(name, testkit.As[testkit.GroupSnapshotOption](opts)...)
 	}
 	return testkit.Snapshot(name, testkit.As[testkit.SnapshotOption](opts)...)
@@ -112,7 +91,7 @@ func (k kind) subject(name string, opts ...subjectOption) built {
 // contentName is the name the binder gives the dynamic content of the
 // subject of uid.
 func (k kind) contentName(uid types.UID) string {
-	if k.group {
+	if k.Group {
 		return snapshot.GroupContentNameFor(uid)
 	}
 	return snapshot.ContentNameFor(uid)
@@ -121,7 +100,7 @@ func (k kind) contentName(uid types.UID) string {
 // content is the dynamic content of s, as the binder makes it (newContent).
 func (k kind) content(s metav1.Object, opts ...contentOption) built {
 	name, ref := k.contentName(s.GetUID()), testkit.RefTo(s.GetNamespace(), s.GetName(), s.GetUID())
-	if k.group {
+	if k.Group {
 		return testkit.GroupContent(name, append([]testkit.GroupContentOption{ref}, testkit.As[testkit.GroupContentOption](opts)...)...)
 	}
 	return testkit.Content(name, append([]testkit.ContentOption{ref}, testkit.As[testkit.ContentOption](opts)...)...)
@@ -129,7 +108,7 @@ func (k kind) content(s metav1.Object, opts ...contentOption) built {
 
 // class is a class of the kind.
 func (k kind) class(name string, opts ...classOption) runtime.Object {
-	if k.group {
+	if k.Group {
 		return testkit.GroupClass(name, testkit.As[testkit.GroupClassOption](opts)...)
 	}
 	return testkit.SnapshotClass(name, testkit.As[testkit.ClassOption](opts)...)
@@ -138,21 +117,21 @@ func (k kind) class(name string, opts ...classOption) runtime.Object {
 // ours are the finalizers the binder puts on a subject bound to a Delete
 // content; contentFinalizer the one on its content, beingDeleted the mark.
 func (k kind) ours() []string {
-	if k.group {
+	if k.Group {
 		return []string{snapshot.FinalizerGroupSnapshotBound}
 	}
 	return []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound}
 }
 
 func (k kind) contentFinalizer() string {
-	if k.group {
+	if k.Group {
 		return snapshot.FinalizerGroupContentBound
 	}
 	return snapshot.FinalizerContentBound
 }
 
 func (k kind) beingDeleted() string {
-	if k.group {
+	if k.Group {
 		return snapshot.AnnGroupBeingDeleted
 	}
 	return snapshot.AnnBeingDeleted
@@ -163,7 +142,7 @@ func (k kind) beingDeleted() string {
 func (k kind) restoring(s metav1.Object) []runtime.Object {
 	from := s.GetName()
 	var objs []runtime.Object
-	if k.group {
+	if k.Group {
 		member := testkit.Snapshot(snapshot.MemberSnapshotName(s.GetUID(), testkit.VolumeHandle))
 		member.OwnerReferences = []metav1.OwnerReference{snapshot.GroupOwnerReference(s.(*groupv1.VolumeGroupSnapshot))}
 		from, objs = member.Name, append(objs, member)
@@ -178,7 +157,7 @@ func (k kind) restoring(s metav1.Object) []runtime.Object {
 
 // sync syncs subject name of testNS.
 func (k kind) sync(h *harness, name string) (workloop.Result, error) {
-	if k.group {
+	if k.Group {
 		return h.c.syncGroup(context.Background(), testNS+"/"+name)
 	}
 	return h.syncSnapshot(name)
@@ -187,7 +166,7 @@ func (k kind) sync(h *harness, name string) (workloop.Result, error) {
 // get is subject name as the API server holds it.
 func (k kind) get(h *harness, name string) built {
 	h.t.Helper()
-	if k.group {
+	if k.Group {
 		if g := h.api.GroupSnapshot(testNS, name); g != nil {
 			return g
 		}
@@ -199,7 +178,7 @@ func (k kind) get(h *harness, name string) built {
 // live is subject name, as the API server holds it, as the lifecycle sees
 // it.
 func (k kind) live(h *harness, name string) subject {
-	if k.group {
+	if k.Group {
 		return h.c.group(k.get(h, name).(*groupv1.VolumeGroupSnapshot))
 	}
 	return h.c.snap(h.getSnapshot(name))
@@ -209,7 +188,7 @@ func (k kind) live(h *harness, name string) subject {
 // it, being deleted).
 func (k kind) delete(h *harness, name string) error {
 	ctx := context.Background()
-	if k.group {
+	if k.Group {
 		return h.api.Snap.GroupsnapshotV1().VolumeGroupSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})
 	}
 	return h.api.Snap.SnapshotV1().VolumeSnapshots(testNS).Delete(ctx, name, metav1.DeleteOptions{})
@@ -233,7 +212,7 @@ func (k kind) statusError(s built) *snapv1.VolumeSnapshotError {
 // getContent is content name as the API server holds it, with its
 // reference to its subject; nil when it holds none.
 func (k kind) getContent(h *harness, name string) (built, corev1.ObjectReference) {
-	if k.group {
+	if k.Group {
 		if c := h.api.GroupContent(name); c != nil {
 			return c, c.Spec.VolumeGroupSnapshotRef
 		}

@@ -79,14 +79,14 @@ func TestAPIErrors(t *testing.T) {
 			}
 		},
 		"a failed secret read is shown and nothing is called": func(k kind) syncCase {
-			msg := k.says(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access"))
+			msg := k.Says(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" is forbidden: no access; fix: ` + secretGrantHint("secrets", "no access"))
 			return syncCase{
 				content:        k.content(withSecret()),
 				setup:          setup{objects: k.classes(), secrets: credsSecrets},
 				inject:         []testkit.Fault{{Verb: "get", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "creds", errors.New("no access")), Times: 1}},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed " + msg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
 				wantStatus:     k.failed(msg),

@@ -89,47 +89,47 @@ func TestDelete(t *testing.T) {
 				calls:          []call{k.createFails(nil, grpcErr(codes.Unavailable, "driver restarting"))},
 				wantErr:        true,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + inFlightMsg),
+				wantEvents:     k.SaysAll("Warning SnapshotDeleteError " + inFlightMsg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says(inFlightMsg)),
+				wantStatus:     k.failed(k.Says(inFlightMsg)),
 			}
 		},
 		"a create in flight answered Internal keeps the content: the attempt that set the mark may have cut": func(k kind) syncCase {
-			msg := k.says("Failed to finish the CreateSnapshot that may be in flight: Internal: backend error")
+			msg := k.Says("Failed to finish the CreateSnapshot that may be in flight: Internal: backend error")
 			return syncCase{
 				content:        k.content(markedDeleted()),
 				setup:          setup{objects: k.classes()},
 				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "backend error"))},
 				wantErr:        true,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotDeleteError " + msg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
 				wantStatus:     k.failed(msg),
 			}
 		},
 		"AlreadyExists while finishing a create keeps the content: a snapshot of that name exists": func(k kind) syncCase {
-			msg := k.says("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")
+			msg := k.Says("Failed to finish the CreateSnapshot that may be in flight: AlreadyExists: other parameters")
 			return syncCase{
 				content:        k.content(markedDeleted()),
 				setup:          setup{objects: k.classes()},
 				calls:          []call{k.createFails(nil, grpcErr(codes.AlreadyExists, "other parameters"))},
 				wantErr:        true,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotDeleteError " + msg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
 				wantStatus:     k.failed(msg),
 			}
 		},
 		"a create in flight whose class is gone keeps the content rather than guess": func(k kind) syncCase {
-			msg := k.says(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)
+			msg := k.Says(`Failed to finish the CreateSnapshot that may be in flight: VolumeSnapshotClass "gold" not found`)
 			return syncCase{
 				content:        k.content(markedDeleted()),
 				wantErr:        true,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotDeleteError " + msg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
 				wantStatus:     k.failed(msg),
@@ -151,24 +151,24 @@ func TestDelete(t *testing.T) {
 			}
 		},
 		"a failed DeleteSnapshot keeps the finalizer and shows the driver's message": func(k kind) syncCase {
-			msg := k.says("Failed to delete snapshot: FailedPrecondition: snapshot has clones")
+			msg := k.Says("Failed to delete snapshot: FailedPrecondition: snapshot has clones")
 			return syncCase{
 				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), markedDeleted()),
 				calls:          []call{k.delete("snap-id", nil, grpcErr(codes.FailedPrecondition, "snapshot has clones"))},
 				wantErr:        true,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotDeleteError " + msg),
 				wantFinalizers: k.bound(),
 				wantStatus:     k.withError(k.cut("snap-id", true), msg),
 			}
 		},
 		"a missing deletion secret keeps the finalizer and shows why": func(k kind) syncCase {
-			msg := k.says(`Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)
+			msg := k.Says(`Failed to delete snapshot: reading secret secrets/creds: secrets "creds" not found`)
 			return syncCase{
 				content:        k.content(unmarked(), k.has(k.cut("snap-id", true)), withSecret(), markedDeleted()),
 				wantErr:        true,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotDeleteError " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotDeleteError " + msg),
 				wantFinalizers: k.bound(),
 				wantStatus:     k.withError(k.cut("snap-id", true), msg),
 			}

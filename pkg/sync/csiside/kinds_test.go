@@ -1,7 +1,6 @@
 package csiside
 
 import (
-	"strings"
 	"testing"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
@@ -22,18 +21,28 @@ import (
 // and runs for both: kind builds content "c1" of one kind, the driver calls
 // it makes and the statuses it stores, syncs it and reads it back. Events
 // and messages are written in the snapshot kind's words; the group kind
-// says the same in its own (says).
+// says the same in its own (testkit.Kind.Says).
 
 // kind is a VolumeSnapshotContent or a VolumeGroupSnapshotContent.
-type kind struct {
-	name  string
-	group bool
-}
+type kind struct{ testkit.Kind }
 
-var (
-	snapshotKind = kind{name: "snapshot"}
-	kinds        = []kind{snapshotKind, {name: "group", group: true}}
-)
+var snapshotKind, groupKind = func() (kind, kind) {
+	// The group kind's words for what a case says in the snapshot kind's.
+	snap, group := testkit.Kinds(
+		"Warning "+snapshot.ReasonCreationFailed+" ", "Warning "+snapshot.ReasonGroupCreationFailed+" ",
+		"Warning "+snapshot.ReasonCheckFailed+" ", "Warning "+snapshot.ReasonGroupCheckFailed+" ",
+		"Warning "+snapshot.ReasonDeleteError+" ", "Warning "+snapshot.ReasonGroupDeleteError+" ",
+		"Failed to create snapshot: ", "Failed to create group snapshot: ",
+		"Failed to delete snapshot: ", "Failed to delete group snapshot: ",
+		"Failed to check snapshot status: ", "Failed to check and update group snapshot content: ",
+		"CreateSnapshot", "CreateVolumeGroupSnapshot",
+		`VolumeSnapshotClass "gold" not found`,
+		`reading VolumeGroupSnapshotClass "gold": volumegroupsnapshotclass.groupsnapshot.storage.k8s.io "gold" not found`,
+	)
+	return kind{snap}, kind{group}
+}()
+
+var kinds = []kind{snapshotKind, groupKind}
 
 // kindCase is a sync case written once for both kinds.
 type kindCase func(k kind) syncCase
@@ -44,7 +53,7 @@ func runKindCases(t *testing.T, cases map[string]kindCase) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			for _, k := range kinds {
-				t.Run(k.name, func(t *testing.T) { runSyncCase(t, k, tc(k)) })
+				t.Run(k.Name, func(t *testing.T) { runSyncCase(t, k, tc(k)) })
 			}
 		})
 	}
@@ -66,40 +75,9 @@ func perKind(content, group testkit.Meta) testkit.AnyContentFunc {
 	}
 }
 
-// groupWords are the group kind's words for what a case says in the
-// snapshot kind's.
-var groupWords = strings.NewReplacer(
-	"Warning "+snapshot.ReasonCreationFailed+" ", "Warning "+snapshot.ReasonGroupCreationFailed+" ",
-	"Warning "+snapshot.ReasonCheckFailed+" ", "Warning "+snapshot.ReasonGroupCheckFailed+" ",
-	"Warning "+snapshot.ReasonDeleteError+" ", "Warning "+snapshot.ReasonGroupDeleteError+" ",
-	"Failed to create snapshot: ", "Failed to create group snapshot: ",
-	"Failed to delete snapshot: ", "Failed to delete group snapshot: ",
-	"Failed to check snapshot status: ", "Failed to check and update group snapshot content: ",
-	"CreateSnapshot", "CreateVolumeGroupSnapshot",
-	`VolumeSnapshotClass "gold" not found`,
-	`reading VolumeGroupSnapshotClass "gold": volumegroupsnapshotclass.groupsnapshot.storage.k8s.io "gold" not found`,
-)
-
-// says is s, written in the snapshot kind's words, in the kind's words.
-func (k kind) says(s string) string {
-	if k.group {
-		return groupWords.Replace(s)
-	}
-	return s
-}
-
-// saysAll is says of each of ss.
-func (k kind) saysAll(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		out = append(out, k.says(s))
-	}
-	return out
-}
-
 // resource is the kind's content resource, as faults name it.
 func (k kind) resource() string {
-	if k.group {
+	if k.Group {
 		return testkit.GroupContentsGVR.Resource
 	}
 	return testkit.ContentsGVR.Resource
@@ -108,7 +86,7 @@ func (k kind) resource() string {
 // content is content "c1" as our binder creates it (newContent,
 // newGroupContent), with opts.
 func (k kind) content(opts ...contentOption) runtime.Object {
-	if k.group {
+	if k.Group {
 		return newGroupContent("c1", testkit.As[testkit.GroupContentOption](opts)...)
 	}
 	return newContent("c1", testkit.As[testkit.ContentOption](opts)...)
@@ -123,7 +101,7 @@ func (k kind) setup(s setup, content runtime.Object) setup {
 	case *groupv1.VolumeGroupSnapshotContent:
 		s.objects = append(s.objects, c)
 	}
-	if k.group {
+	if k.Group {
 		s.caps.CreateDeleteSnapshot, s.caps.GroupSnapshots = true, true
 	}
 	return s
@@ -131,7 +109,7 @@ func (k kind) setup(s setup, content runtime.Object) setup {
 
 // classes are the kind's classes: gold (goldClass, goldGroupClass).
 func (k kind) classes() []runtime.Object {
-	if k.group {
+	if k.Group {
 		return objs(goldGroupClass())
 	}
 	return classes
@@ -139,7 +117,7 @@ func (k kind) classes() []runtime.Object {
 
 // subject is the snapshot (or group) default/snap-1 of uid.
 func (k kind) subject(uid types.UID) []runtime.Object {
-	if k.group {
+	if k.Group {
 		return objs(testkit.GroupSnapshot("snap-1", testkit.InNamespace("default"), testkit.UID(uid)))
 	}
 	return objs(testkit.Snapshot("snap-1", testkit.InNamespace("default"), testkit.UID(uid)))
@@ -148,7 +126,7 @@ func (k kind) subject(uid types.UID) []runtime.Object {
 // finalizer is our finalizer on the kind's contents; bound the finalizers
 // of a content that holds only it.
 func (k kind) finalizer() string {
-	if k.group {
+	if k.Group {
 		return snapshot.FinalizerGroupContentBound
 	}
 	return snapshot.FinalizerContentBound
@@ -157,7 +135,7 @@ func (k kind) finalizer() string {
 func (k kind) bound() []string { return []string{k.finalizer()} }
 
 func (k kind) beingCreated() string {
-	if k.group {
+	if k.Group {
 		return snapshot.AnnGroupBeingCreated
 	}
 	return snapshot.AnnBeingCreated
@@ -169,7 +147,7 @@ func memberOf(id string) string { return id + "-vol-1" }
 // create is the create call of c1 with the gold class and secrets,
 // answered with the snapshot (or group, with its member) id.
 func (k kind) create(secrets map[string]string, id string, ready bool) call {
-	if k.group {
+	if k.Group {
 		return createGroupCall(goldGroupRequest(secrets),
 			&csi.GroupSnapshot{ID: id, ReadyToUse: ready, CreationTime: testTime, Snapshots: []*csi.Snapshot{snapOf(memberOf(id), ready)}}, nil)
 	}
@@ -178,7 +156,7 @@ func (k kind) create(secrets map[string]string, id string, ready bool) call {
 
 // createFails is the create call of c1 answered with err.
 func (k kind) createFails(secrets map[string]string, err error) call {
-	if k.group {
+	if k.Group {
 		return createGroupCall(goldGroupRequest(secrets), nil, err)
 	}
 	return createCall(goldRequest(secrets), nil, err)
@@ -186,7 +164,7 @@ func (k kind) createFails(secrets map[string]string, err error) call {
 
 // delete is the delete call of the snapshot (or group, with its member) id.
 func (k kind) delete(id string, secrets map[string]string, err error) call {
-	if k.group {
+	if k.Group {
 		return deleteGroupCall(id, []string{memberOf(id)}, secrets, err)
 	}
 	return deleteCall(id, secrets, err)
@@ -194,7 +172,7 @@ func (k kind) delete(id string, secrets map[string]string, err error) call {
 
 // cut is the status of c1 once the answer of create(id, ready) is stored.
 func (k kind) cut(id string, ready bool) any {
-	if k.group {
+	if k.Group {
 		return ptr.To(testkit.GroupCut(id, ready, testkit.Member("vol-1", memberOf(id), ready)))
 	}
 	return ptr.To(testkit.Cut(id, ready))
@@ -202,7 +180,7 @@ func (k kind) cut(id string, ready bool) any {
 
 // failed is the status of c1 whose first call failed (errorStatus).
 func (k kind) failed(msg string) any {
-	if k.group {
+	if k.Group {
 		return &groupv1.VolumeGroupSnapshotContentStatus{ReadyToUse: ptr.To(false), Error: &snapv1.VolumeSnapshotError{Message: &msg}}
 	}
 	return ptr.To(errorStatus(msg))
@@ -225,7 +203,7 @@ func (k kind) withError(st any, msg string) any {
 // cleared: the snapshot kind forgets the handle, the group kind the handle
 // and its readiness.
 func (k kind) cleared(id string) any {
-	if k.group {
+	if k.Group {
 		st := testkit.GroupCut(id, true, testkit.Member("vol-1", memberOf(id), true))
 		st.VolumeGroupSnapshotHandle, st.ReadyToUse = nil, nil
 		return &st
@@ -249,7 +227,7 @@ func (k kind) has(st any) contentOption {
 
 // sync syncs content name of the kind.
 func (k kind) sync(h *harness, name string) (workloop.Result, error) {
-	if k.group {
+	if k.Group {
 		return h.ctrl.syncGroupContent(h.ctx, name)
 	}
 	return h.sync(name)
@@ -258,7 +236,7 @@ func (k kind) sync(h *harness, name string) (workloop.Result, error) {
 // read is content name as the API server holds it and its status; nil,
 // nil when it holds none.
 func (k kind) read(h *harness, name string) (metav1.Object, any) {
-	if k.group {
+	if k.Group {
 		c := h.api.GroupContent(name)
 		switch {
 		case c == nil:

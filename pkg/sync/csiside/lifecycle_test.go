@@ -66,10 +66,10 @@ func TestCreate(t *testing.T) {
 				calls:          []call{k.createFails(nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + inProgressMsg),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed " + inProgressMsg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says(inProgressMsg)),
+				wantStatus:     k.failed(k.Says(inProgressMsg)),
 			}
 		},
 		"a final error shows the driver's message, then clears the mark": func(k kind) syncCase {
@@ -79,9 +79,9 @@ func TestCreate(t *testing.T) {
 				calls:          []call{k.createFails(nil, grpcErr(codes.InvalidArgument, "volume vol-1 is a raw device"))},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status", "patch"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device"),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device"),
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
+				wantStatus:     k.failed(k.Says("Failed to create snapshot: InvalidArgument: volume vol-1 is a raw device")),
 			}
 		},
 		"a final Internal after an attempt of unknown outcome keeps the mark: that attempt may have cut": func(k kind) syncCase {
@@ -91,10 +91,10 @@ func TestCreate(t *testing.T) {
 				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "backend error"))},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says("Failed to create snapshot: Internal: backend error")),
+				wantStatus:     k.failed(k.Says("Failed to create snapshot: Internal: backend error")),
 			}
 		},
 		"a final Internal on the first attempt clears the mark: nothing was cut": func(k kind) syncCase {
@@ -104,20 +104,20 @@ func TestCreate(t *testing.T) {
 				calls:          []call{k.createFails(nil, grpcErr(codes.Internal, "backend error"))},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch", "patch status", "patch"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed Failed to create snapshot: Internal: backend error"),
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says("Failed to create snapshot: Internal: backend error")),
+				wantStatus:     k.failed(k.Says("Failed to create snapshot: Internal: backend error")),
 			}
 		},
 		"the same error again writes nothing and sends no event": func(k kind) syncCase {
 			return syncCase{
-				content:        k.content(k.has(k.failed(k.says(inProgressMsg)))),
+				content:        k.content(k.has(k.failed(k.Says(inProgressMsg)))),
 				setup:          setup{objects: k.classes()},
 				calls:          []call{k.createFails(nil, grpcErr(codes.DeadlineExceeded, "timed out"))},
 				wantRequeue:    retryBackoff.Start,
 				wantMark:       true,
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says(inProgressMsg)),
+				wantStatus:     k.failed(k.Says(inProgressMsg)),
 			}
 		},
 		"an error without a gRPC status counts as possibly in progress": func(k kind) syncCase {
@@ -127,15 +127,15 @@ func TestCreate(t *testing.T) {
 				calls:          []call{k.createFails(nil, errString("connection reset"))},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed Failed to create snapshot: connection reset"),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed Failed to create snapshot: connection reset"),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
-				wantStatus:     k.failed(k.says("Failed to create snapshot: connection reset")),
+				wantStatus:     k.failed(k.Says("Failed to create snapshot: connection reset")),
 			}
 		},
 		"success after an error clears status.error in the same patch": func(k kind) syncCase {
 			return syncCase{
-				content:        k.content(k.has(k.failed(k.says(inProgressMsg)))),
+				content:        k.content(k.has(k.failed(k.Says(inProgressMsg)))),
 				setup:          setup{objects: k.classes()},
 				calls:          []call{k.create(nil, "snap-id", true)},
 				wantWrites:     []string{"patch status", "patch"},
@@ -152,25 +152,25 @@ func TestCreate(t *testing.T) {
 			}
 		},
 		"a missing class is shown in status.error, the mark kept, nothing called": func(k kind) syncCase {
-			msg := k.says(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)
+			msg := k.Says(`Failed to prepare the CreateSnapshot call: VolumeSnapshotClass "gold" not found`)
 			return syncCase{
 				content:        k.content(),
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed " + msg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
 				wantStatus:     k.failed(msg),
 			}
 		},
 		"a missing secret is shown in status.error, nothing called": func(k kind) syncCase {
-			msg := k.says(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)
+			msg := k.Says(`Failed to prepare the CreateSnapshot call: reading secret secrets/creds: secrets "creds" not found`)
 			return syncCase{
 				content:        k.content(withSecret()),
 				setup:          setup{objects: k.classes()},
 				wantRequeue:    retryBackoff.Start,
 				wantWrites:     []string{"patch status"},
-				wantEvents:     k.saysAll("Warning SnapshotCreationFailed " + msg),
+				wantEvents:     k.SaysAll("Warning SnapshotCreationFailed " + msg),
 				wantMark:       true,
 				wantFinalizers: k.bound(),
 				wantStatus:     k.failed(msg),
