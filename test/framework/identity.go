@@ -81,7 +81,7 @@ func (e *Env) ApplyRBAC(ctx context.Context, manifest []byte, ns string) ([]stri
 			if m.Namespace == "" {
 				m.Namespace = "default"
 			}
-			return e.ensureNamespace(ctx, m.Namespace)
+			return e.EnsureNamespace(ctx, m.Namespace)
 		}
 		switch o := obj.(type) {
 		case *corev1.ServiceAccount:
@@ -136,7 +136,8 @@ func moveSubjectsTo(subjects []rbacv1.Subject, ns string) {
 	}
 }
 
-func (e *Env) ensureNamespace(ctx context.Context, ns string) error {
+// EnsureNamespace creates namespace ns unless it exists.
+func (e *Env) EnsureNamespace(ctx context.Context, ns string) error {
 	_, err := e.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil

@@ -79,8 +79,7 @@ func startVelero(t *testing.T, env *framework.Env) *velero {
 	if crdsOnce.err != nil {
 		t.Fatalf("velero install --crds-only: %v", crdsOnce.err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: veleroNS}}
-	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := env.EnsureNamespace(context.Background(), veleroNS); err != nil {
 		t.Fatal(err)
 	}
 

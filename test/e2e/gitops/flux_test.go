@@ -11,12 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -129,26 +126,17 @@ type flux struct {
 	kust *framework.Process
 }
 
-var crdsOnce struct {
-	sync.Once
-	err error
-}
-
-// startFlux installs Flux's CRDs (once per package) and starts both
+// startFlux installs Flux's CRDs (an apply: again is a no-op) and starts both
 // controllers; t.Cleanup stops them.
 func startFlux(t *testing.T, env *framework.Env) *flux {
 	t.Helper()
 	f := &flux{env: env, dir: env.TempDir(t, "flux")}
-	crdsOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		crdsOnce.err = framework.InstallCRDs(ctx, env.Dynamic, filepath.Join(framework.RepoRoot(), "bin", "flux-crds"))
-	})
-	if crdsOnce.err != nil {
-		t.Fatalf("Flux CRDs from bin/flux-crds (make test-gitops): %v", crdsOnce.err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := framework.InstallCRDs(ctx, env.Dynamic, filepath.Join(framework.RepoRoot(), "bin", "flux-crds")); err != nil {
+		t.Fatalf("Flux CRDs from bin/flux-crds (make test-gitops): %v", err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNS}}
-	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := env.EnsureNamespace(ctx, fluxNS); err != nil {
 		t.Fatal(err)
 	}
 	storage, err := framework.FreePort()
