@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -121,15 +122,41 @@ func serverTool(name string) (bin string, port int, err error) {
 	return bin, port, err
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
+// FreePort returns a free TCP port on 127.0.0.1 for another process to
+// listen on. It is drawn below the kernel's ephemeral range (and below the
+// NodePort range, 30000-32767): a port the kernel hands out for ":0" is also
+// what it gives the next outgoing connection, and with the API servers,
+// etcd and the controllers of parallel test packages connecting all the
+// time one of them took such a port before the process it was meant for
+// bound it ("bind: address already in use", a CI run of the conformance
+// test). No port is handed out twice by one test process.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 200 {
+		p := portLow + rand.IntN(portHigh-portLow)
+		if portsGiven[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		portsGiven[p] = true
+		return p, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in %d-%d after 200 tries", portLow, portHigh)
 }
+
+// The range FreePort draws from: below 30000 (NodePorts, then the
+// ephemeral range from 32768 on Linux by default).
+const portLow, portHigh = 20000, 30000
+
+var (
+	portMu     sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // FreeAddr returns "127.0.0.1:<free port>".
 func FreeAddr() (string, error) {
