@@ -43,7 +43,7 @@ func (c *Controller) single(content *snapv1.VolumeSnapshotContent) item {
 func (s contentItem) object() object       { return s.VolumeSnapshotContent }
 func (s contentItem) names() *kindNames    { return singleNames }
 func (s contentItem) key() string          { return s.Name }
-func (s contentItem) ours() bool           { return s.c.handles(s.VolumeSnapshotContent) }
+func (s contentItem) ours() bool           { return s.c.handles(s.Spec.Driver, s) }
 func (s contentItem) member() bool         { return isGroupMember(s.VolumeSnapshotContent) }
 func (s contentItem) specError() string    { return snapshot.ContentSpecError(s.VolumeSnapshotContent) }
 func (s contentItem) dynamic() bool        { return isDynamic(s.VolumeSnapshotContent) }

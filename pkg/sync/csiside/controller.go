@@ -21,6 +21,7 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -204,7 +205,7 @@ func (c *Controller) onContent(obj any) {
 	if ok {
 		c.cfg.Writer.Lag().Observe(content)
 	}
-	if ok && c.handles(content) {
+	if ok && c.handles(content.Spec.Driver, content) {
 		c.loop.Add(content.Name)
 	}
 }
@@ -219,7 +220,7 @@ func (c *Controller) onContentDeleted(obj any) {
 	if ok {
 		c.cfg.Writer.Lag().Deleted(content)
 	}
-	if ok && c.handles(content) {
+	if ok && c.handles(content.Spec.Driver, content) {
 		c.forget(content.Name)
 		c.loop.Add(content.Name)
 	}
@@ -237,15 +238,17 @@ func (c *Controller) resync(ctx context.Context) {
 	}
 }
 
-// handles reports whether this CSI side is responsible for content: its
-// driver, and with --node-deployment labelled for this node. Members of a
-// group are handled only when they are deleted: the group's CSI calls cut
-// and delete their backend snapshots.
-func (c *Controller) handles(content *snapv1.VolumeSnapshotContent) bool {
-	if content.Spec.Driver != c.driver {
+// handles reports whether this CSI side is responsible for a content or a
+// group content of driver: its driver, and with --node-deployment labelled
+// for this node (as the informers select them; a group content is no
+// exception, as in the community sidecar). Members of a group are handled
+// only when they are deleted: the group's CSI calls cut and delete their
+// backend snapshots.
+func (c *Controller) handles(driver string, content metav1.Object) bool {
+	if driver != c.driver {
 		return false
 	}
-	return c.cfg.NodeName == "" || content.Labels[snapshot.LabelManagedBy] == c.cfg.NodeName
+	return c.cfg.NodeName == "" || content.GetLabels()[snapshot.LabelManagedBy] == c.cfg.NodeName
 }
 
 func (c *Controller) forget(name string) {

@@ -290,8 +290,15 @@ func TestHandles(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := &Controller{driver: testDriver, cfg: Config{NodeName: tc.node}}
-			if got := c.handles(tc.content); got != tc.want {
+			if got := c.handles(tc.content.Spec.Driver, tc.content); got != tc.want {
 				t.Errorf("handles = %v, want %v", got, tc.want)
+			}
+			// The same rule for a group content with the content's driver
+			// and labels.
+			g := newGroupContent("g1", testkit.Driver(tc.content.Spec.Driver))
+			g.Labels = tc.content.Labels
+			if got := c.handles(g.Spec.Driver, g); got != tc.want {
+				t.Errorf("handles(group content) = %v, want %v", got, tc.want)
 			}
 		})
 	}

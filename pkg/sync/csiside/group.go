@@ -68,7 +68,7 @@ func (c *Controller) onGroupContent(obj any) {
 		return
 	}
 	c.cfg.Writer.Lag().Observe(content)
-	if content.Spec.Driver == c.driver {
+	if c.handles(content.Spec.Driver, content) {
 		c.groups.loop.Add(content.Name)
 	}
 }

@@ -51,7 +51,7 @@ func groupKey(name string) string { return "group/" + name }
 func (g groupContentItem) object() object         { return g.VolumeGroupSnapshotContent }
 func (g groupContentItem) names() *kindNames      { return groupNames }
 func (g groupContentItem) key() string            { return groupKey(g.Name) }
-func (g groupContentItem) ours() bool             { return g.Spec.Driver == g.c.driver }
+func (g groupContentItem) ours() bool             { return g.c.handles(g.Spec.Driver, g) }
 func (g groupContentItem) dynamic() bool          { return len(g.Spec.Source.VolumeHandles) > 0 }
 func (g groupContentItem) snapshotUID() types.UID { return g.Spec.VolumeGroupSnapshotRef.UID }
 
