@@ -22,8 +22,8 @@ import (
 // is deleted and the subject waits until it is gone; what else it owns (a
 // group's members) is deleted; a Retain content is left and the subject
 // released at once.
-func (c *Controller) deleting(ctx context.Context, s subject) (workloop.Result, error) {
-	n, obj := s.names(), s.object()
+func (c *Controller) deleting(ctx context.Context, s *scope) (workloop.Result, error) {
+	n, obj := s.names, s.obj
 	releaseSource(s)
 	if !hasAnyFinalizer(obj, n.finalizers) {
 		return workloop.Result{}, nil
@@ -58,9 +58,9 @@ func (c *Controller) deleting(ctx context.Context, s subject) (workloop.Result, 
 // its delete asks (deleting): it returns the subject's own content (nil
 // when there is none) and whether to wait for an event before releasing
 // the subject. A vanished group's clean-up shares it.
-func (c *Controller) tearDownAll(ctx context.Context, s subject) (boundContent, bool, error) {
+func (c *Controller) tearDownAll(ctx context.Context, s *scope) (boundContent, bool, error) {
 	if why := s.deletionBlocker(); why != "" {
-		c.cfg.Recorder.Event(s.object(), corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending, why)
+		c.cfg.Recorder.Event(s.obj, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending, why)
 		return nil, true, nil // the holder's events bring us back
 	}
 	content, err := s.ownContent(ctx)
@@ -75,7 +75,7 @@ func (c *Controller) tearDownAll(ctx context.Context, s subject) (boundContent, 
 			return content, false, err
 		}
 	}
-	if o, ok := s.(owner); ok {
+	if o, ok := s.hooks.(owner); ok {
 		if err := o.deleteOwned(ctx); err != nil {
 			return content, false, err
 		}

@@ -82,34 +82,32 @@ var groupNames = kindNames{
 	ready: snapshot.ReasonGroupSnapshotReady, readyMessage: "GroupSnapshot %s/%s is ready to use.",
 }
 
-// group is a VolumeGroupSnapshot as a subject of the lifecycle. Its kind
-// pieces: the selector's plan, the members made once the driver cut the
-// group (ready only when they all exist), and the members restoring and
-// deleted with it.
+// group is a VolumeGroupSnapshot's hooks in the lifecycle: the selector's
+// plan, the members made once the driver cut the group (ready only when
+// they all exist), and the members restoring and deleted with it.
 type group struct {
 	c *Controller
 	*groupv1.VolumeGroupSnapshot
 }
 
-func (c *Controller) group(g *groupv1.VolumeGroupSnapshot) subject {
-	return group{c: c, VolumeGroupSnapshot: g}
+// group is the scope of one sync of g.
+func (c *Controller) group(g *groupv1.VolumeGroupSnapshot) *scope {
+	gs := group{c: c, VolumeGroupSnapshot: g}
+	sc := &scope{hooks: gs, obj: g, names: &groupNames, classes: groupClasses, class: gs.class(),
+		namedContent: gs.namedContent(), boundName: gs.boundName(), status: gs.currentStatus(), problem: gs.specProblem()}
+	if content := c.groupContentOf(g); content != nil {
+		sc.content = groupContent{content, gs}
+	}
+	return sc
 }
 
-func (g group) object() object                               { return g.VolumeGroupSnapshot }
-func (g group) names() *kindNames                            { return &groupNames }
-func (g group) classes() classRules                          { return groupClasses }
 func (g group) class() string                                { return ptr.Deref(g.Spec.VolumeGroupSnapshotClassName, "") }
 func (g group) finalizersFor(snapv1.DeletionPolicy) []string { return groupNames.finalizers }
 func (g group) namedContent() string {
 	return ptr.Deref(g.Spec.Source.VolumeGroupSnapshotContentName, "")
 }
-func (g group) statusError() *snapv1.VolumeSnapshotError { return groupStatus(g).Error }
 func (g group) boundName() string {
 	return ptr.Deref(groupStatus(g).BoundVolumeGroupSnapshotContentName, "")
-}
-
-func (g group) content() boundContent {
-	return asGroupContent(g.c.groupContentOf(g.VolumeGroupSnapshot))
 }
 
 func (g group) findNamedContent() (boundContent, *problem) {
@@ -120,7 +118,7 @@ func (g group) findNamedContent() (boundContent, *problem) {
 	if prob != nil {
 		return nil, prob
 	}
-	return groupContent{content}, nil
+	return groupContent{content, g}, nil
 }
 
 func (g group) plan(context.Context) (*dynamicPlan, *problem) {
@@ -128,7 +126,7 @@ func (g group) plan(context.Context) (*dynamicPlan, *problem) {
 	if prob != nil {
 		return nil, prob
 	}
-	return &dynamicPlan{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g.VolumeGroupSnapshot, plan)}}, nil
+	return &dynamicPlan{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g.VolumeGroupSnapshot, plan), g}}, nil
 }
 
 // dynamicMismatch: a pre-provisioned content named like a dynamic group's.
@@ -174,20 +172,6 @@ func (g group) statusPatch(st *statusView) map[string]any {
 	}
 }
 
-// targetStatus makes the members of a dynamic group the driver cut; the group is
-// ready only once its content is and every member exists.
-func (g group) targetStatus(ctx context.Context, content boundContent) (*target, error) {
-	complete, err := g.c.ensureMembers(ctx, g.VolumeGroupSnapshot, content.(groupContent).VolumeGroupSnapshotContent)
-	if err != nil {
-		if serr := g.c.report(ctx, g, problemf(snapshot.ReasonGroupSnapshotMemberFailed,
-			"cannot create the member snapshots of the group: %v", err)); serr != nil {
-			return nil, serr
-		}
-		return nil, err
-	}
-	return &target{status: statusFromContent(content, complete)}, nil
-}
-
 // deletionBlocker: a claim restoring from any member.
 func (g group) deletionBlocker() string {
 	for _, vs := range g.c.groupMembers(g.VolumeGroupSnapshot) {
@@ -203,7 +187,7 @@ func (g group) ownContent(context.Context) (boundContent, error) {
 	if content == nil || content.Spec.VolumeGroupSnapshotRef.UID != g.UID {
 		return nil, nil // none, or not ours: never touch it
 	}
-	return groupContent{content}, nil
+	return groupContent{content, g}, nil
 }
 
 // deleteOwned deletes the members; each is released once the group is gone
@@ -248,16 +232,11 @@ func (g group) readLive(ctx context.Context) (object, error) {
 	return live, err
 }
 
-// groupContent is a VolumeGroupSnapshotContent as a group's content.
+// groupContent is a VolumeGroupSnapshotContent as the content of group g,
+// both typed, so the hooks that need both take them from here.
 type groupContent struct {
 	*groupv1.VolumeGroupSnapshotContent
-}
-
-func asGroupContent(content *groupv1.VolumeGroupSnapshotContent) boundContent {
-	if content == nil {
-		return nil
-	}
-	return groupContent{content}
+	g group
 }
 
 func (g groupContent) object() object                { return g.VolumeGroupSnapshotContent }
@@ -268,17 +247,24 @@ func (g groupContent) ref() corev1.ObjectReference   { return g.Spec.VolumeGroup
 func (g groupContent) className() *string            { return g.Spec.VolumeGroupSnapshotClassName }
 func (g groupContent) dynamic() bool                 { return g.Spec.Source.GroupSnapshotHandles == nil }
 
-func (g groupContent) status() contentStatus {
+func (g groupContent) status() statusView {
 	cs := g.Status
 	if cs == nil {
-		return contentStatus{}
+		return statusView{}
 	}
-	out := contentStatus{ready: cs.ReadyToUse, err: cs.Error}
-	if cs.CreationTime != nil {
-		t := cs.CreationTime.Time
-		out.creationTime = &t
+	return statusView{ReadyToUse: cs.ReadyToUse, Error: cs.Error, CreationTime: cs.CreationTime}
+}
+
+// targetStatus makes the members of a dynamic group the driver cut; the
+// group is ready only once its content is and every member exists.
+func (b groupContent) targetStatus(ctx context.Context) (*target, error) {
+	complete, err := b.g.c.ensureMembers(ctx, b.g.VolumeGroupSnapshot, b.VolumeGroupSnapshotContent)
+	if err != nil {
+		p := problemf(snapshot.ReasonGroupSnapshotMemberFailed, "cannot create the member snapshots of the group: %v", err)
+		p.cause = err
+		return nil, p
 	}
-	return out
+	return &target{status: statusFromContent(b, complete)}, nil
 }
 
 func (g groupContent) create(ctx context.Context, w *writer.Writer) error {

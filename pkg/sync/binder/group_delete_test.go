@@ -1,7 +1,10 @@
 package binder
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,4 +40,37 @@ func TestGroupMembersSurviveStrippedOwnerReferences(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("members = %v, want %v", got, want)
 	}
+}
+
+// A dynamic group whose members cannot be created: the failure is shown on
+// the group (status.error, a Warning event, not ready) and the sync fails so
+// the loop retries it with its backoff; the retry makes the member.
+func TestGroupMemberCreateFailureIsShown(t *testing.T) {
+	g := testkit.GroupSnapshot("g", testkit.Finalizers(snapshot.FinalizerGroupSnapshotBound))
+	content := testkit.GroupContent(snapshot.GroupContentNameFor(g.UID), testkit.RefTo(testNS, "g", g.UID),
+		testkit.GroupStatus(testkit.GroupCut("group-1", true, testkit.Member("vol-1", "s-1", true))))
+	h := newHarnessWith(t, func(c *Config) { c.Groups = true }, []runtime.Object{g, content}...)
+	waitUntil(t, func() bool { _, err := h.c.groupContents.Get(content.Name); return err == nil })
+	h.api.Inject(testkit.Fault{Verb: "create", Resource: "volumesnapshots", Err: errors.New("etcd is away")})
+
+	ctx := context.Background()
+	if _, err := h.c.syncGroup(ctx, testNS+"/g"); err == nil || !strings.Contains(err.Error(), "etcd is away") {
+		t.Fatalf("sync error = %v, want the member's create error", err)
+	}
+	st := h.api.GroupSnapshot(testNS, "g").Status
+	if st == nil || st.Error == nil || !strings.Contains(*st.Error.Message, "cannot create the member snapshots of the group: ") ||
+		st.ReadyToUse == nil || *st.ReadyToUse {
+		t.Fatalf("status = %+v, want the member error and not ready", st)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning "+snapshot.ReasonGroupSnapshotMemberFailed) {
+		t.Errorf("events = %v, want one %s", ev, snapshot.ReasonGroupSnapshotMemberFailed)
+	}
+	// The retry, once the cache holds the status write (until then a sync
+	// waits for its event).
+	waitUntil(t, func() bool {
+		if _, err := h.c.syncGroup(ctx, testNS+"/g"); err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		return h.api.Snapshot(testNS, snapshot.MemberSnapshotName(g.UID, "vol-1")) != nil
+	})
 }

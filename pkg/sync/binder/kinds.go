@@ -13,13 +13,14 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// The binder's lifecycle (lifecycle.go) is written once, over two views:
-// subject is the object a user creates and reads (a VolumeSnapshot,
-// snapshot.go, or a VolumeGroupSnapshot, group.go), boundContent the
-// content it is bound to. What differs between the kinds is data
-// (kindNames) or one of the small kind-specific methods below: how a
-// dynamic one is planned, what holds its deletion, what a bound one keeps
-// in line besides its status (a group's members), and the writes.
+// The binder's lifecycle (lifecycle.go) is written once, for a
+// VolumeSnapshot (snapshot.go) and a VolumeGroupSnapshot (group.go). Each
+// sync starts with the subject's kind building its scope: the object and
+// what the steps read of it, computed once (names, class, the content it
+// is or will be bound to, its status). What the steps do differently per
+// kind are the kind's hooks, a handful of methods on the kind's own type;
+// what they need of the content (its status, the status the subject should
+// show) is on the content, typed as its subject is.
 
 // object is what the writer, the events and the metadata helpers take.
 type object interface {
@@ -27,42 +28,41 @@ type object interface {
 	runtime.Object
 }
 
-// subject is a VolumeSnapshot or a VolumeGroupSnapshot.
-type subject interface {
-	object() object
-	names() *kindNames
-	// statusError is status.error, or nil.
-	statusError() *snapv1.VolumeSnapshotError
+// scope is one sync of one subject: a VolumeSnapshot or a
+// VolumeGroupSnapshot.
+type scope struct {
+	hooks
+	obj   object
+	names *kindNames
 	// classes are the kind's class rules; their reasons (a class that
 	// cannot be read or defaulted) leave readyToUse as it is.
-	classes() classRules
+	classes classRules
 	// class is the class spec names, or "" (the dynamic step then stores
 	// the default it resolved).
-	class() string
+	class string
+	// namedContent is the pre-provisioned content the spec names, or "";
+	// boundName the content status names, or "".
+	namedContent, boundName string
+	// status is what the binder owns of the status (nil without a status).
+	status *statusView
+	// content is the content it is (or will be) bound to, from the cache
+	// or as created a moment ago, or nil.
+	content boundContent
+	// problem is what makes the spec unusable, or nil.
+	problem *problem
+}
+
+// hooks are what a kind does its own way.
+type hooks interface {
 	// finalizersFor are the finalizers it holds while bound to a content
 	// of policy.
 	finalizersFor(policy snapv1.DeletionPolicy) []string
-	// specProblem is what makes the spec unusable, or nil.
-	specProblem() *problem
-	// namedContent is the pre-provisioned content the spec names, or "".
-	namedContent() string
-	// boundName is the content status names, or "".
-	boundName() string
-	// statusView is what the binder owns of the status (nil without a status).
-	currentStatus() *statusView
-
-	// content is the content it is (or will be) bound to, from the cache
-	// or as created a moment ago, or nil.
-	content() boundContent
-	// findNamedContent is the content namedContent names, or the problem that
-	// keeps them from binding.
+	// findNamedContent is the content namedContent names, or the problem
+	// that keeps them from binding.
 	findNamedContent() (boundContent, *problem)
 	// plan is what a dynamic subject's content is cut from, or the problem
 	// the user must fix (or wait out).
 	plan(ctx context.Context) (*dynamicPlan, *problem)
-	// targetStatus brings what a bound subject depends on in line (a group's
-	// members) and returns the status it should show.
-	targetStatus(ctx context.Context, content boundContent) (*target, error)
 	// deletionBlocker is what keeps a deleted subject and its content as
 	// they are (a claim restoring from it, a live group), said as the
 	// Warning event the caller sends, or "".
@@ -93,11 +93,9 @@ type (
 	// groupMember: a snapshot whose content a group makes (waitsForGroup)
 	// is never cut on its own.
 	groupMember interface{ waitsForGroup() bool }
-	// metadataKeeper: a snapshot adds to p what it keeps on itself while
-	// bound, besides the finalizers of content's policy.
-	metadataKeeper interface {
-		boundMetadata(p *writer.Patch, content boundContent)
-	}
+	// metadataKeeper: a snapshot's content adds to p what the snapshot
+	// keeps on itself while bound, besides the finalizers of its policy.
+	metadataKeeper interface{ boundMetadata(p *writer.Patch) }
 	// sourceHolder: a snapshot releases its claim (releaseSource) once it
 	// no longer needs it: when it is ready, and when it is deleted.
 	sourceHolder interface{ releaseSource() }
@@ -113,19 +111,20 @@ type (
 var (
 	_ contentChecker = group{}
 	_ groupMember    = snap{}
-	_ metadataKeeper = snap{}
+	_ metadataKeeper = snapContent{}
 	_ sourceHolder   = snap{}
 	_ owner          = group{}
 )
 
 // releaseSource releases s's source if its kind holds one.
-func releaseSource(s subject) {
-	if h, ok := s.(sourceHolder); ok {
+func releaseSource(s *scope) {
+	if h, ok := s.hooks.(sourceHolder); ok {
 		h.releaseSource()
 	}
 }
 
-// boundContent is a VolumeSnapshotContent or a VolumeGroupSnapshotContent.
+// boundContent is a VolumeSnapshotContent or a VolumeGroupSnapshotContent,
+// as the content of its subject.
 type boundContent interface {
 	object() object
 	// beingDeleted is the kind's being-deleted mark.
@@ -137,7 +136,12 @@ type boundContent interface {
 	className() *string
 	// dynamic: cut from volumes, not pre-provisioned handles.
 	dynamic() bool
-	status() contentStatus
+	// status is what the content's status says, in the subject's shape:
+	// creation time, readyToUse, restore size, error.
+	status() statusView
+	// targetStatus brings what its bound subject depends on in line (a
+	// group's members) and returns the status the subject should show.
+	targetStatus(ctx context.Context) (*target, error)
 	create(ctx context.Context, w *writer.Writer) error
 	patchMeta(ctx context.Context, w *writer.Writer, p *writer.Patch) error
 	delete(ctx context.Context, w *writer.Writer) error
@@ -146,14 +150,6 @@ type boundContent interface {
 // deletes reports whether content goes with its subject (Delete policy).
 func deletes(content boundContent) bool {
 	return content.policy() == snapv1.VolumeSnapshotContentDelete
-}
-
-// contentStatus is what a subject's status mirrors of its content's.
-type contentStatus struct {
-	creationTime *time.Time
-	ready        *bool
-	restoreSize  *int64
-	err          *snapv1.VolumeSnapshotError
 }
 
 // statusView is what the binder owns of a subject's status, for both kinds (a
@@ -218,21 +214,15 @@ type kindNames struct {
 // error no longer on the content is cleared).
 func statusFromContent(content boundContent, complete bool) *statusView {
 	name := content.object().GetName()
-	ready := false
-	st := &statusView{Content: &name, ReadyToUse: &ready}
 	cs := content.status()
-	if cs.creationTime != nil {
-		t := metav1.NewTime(cs.creationTime.Truncate(time.Second))
+	ready := cs.ReadyToUse != nil && *cs.ReadyToUse && complete
+	st := &statusView{Content: &name, ReadyToUse: &ready, RestoreSize: cs.RestoreSize}
+	if cs.CreationTime != nil {
+		t := metav1.NewTime(cs.CreationTime.Truncate(time.Second))
 		st.CreationTime = &t
 	}
-	if cs.ready != nil && *cs.ready && complete {
-		ready = true
-	}
-	if cs.restoreSize != nil {
-		st.RestoreSize = resource.NewQuantity(*cs.restoreSize, resource.BinarySI)
-	}
-	if cs.err != nil {
-		st.Error = cs.err.DeepCopy()
+	if cs.Error != nil {
+		st.Error = cs.Error.DeepCopy()
 	}
 	return st
 }

@@ -177,7 +177,7 @@ func (k kind) get(h *harness, name string) built {
 
 // live is subject name, as the API server holds it, as the lifecycle sees
 // it.
-func (k kind) live(h *harness, name string) subject {
+func (k kind) live(h *harness, name string) *scope {
 	if k.Group {
 		return h.c.group(k.get(h, name).(*groupv1.VolumeGroupSnapshot))
 	}

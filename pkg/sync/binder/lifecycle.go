@@ -26,8 +26,8 @@ import (
 // its own.
 
 // sync dispatches one subject to the state step that fits it.
-func (c *Controller) sync(ctx context.Context, s subject) (workloop.Result, error) {
-	obj := s.object()
+func (c *Controller) sync(ctx context.Context, s *scope) (workloop.Result, error) {
+	obj := s.obj
 	if c.cfg.Writer.Stale(obj) {
 		// Our last write is not in the cache yet; its watch event brings
 		// the subject back. Acting now would repeat that write.
@@ -36,34 +36,34 @@ func (c *Controller) sync(ctx context.Context, s subject) (workloop.Result, erro
 	if obj.GetDeletionTimestamp() != nil {
 		return c.deleting(ctx, s)
 	}
-	if p := s.specProblem(); p != nil {
+	if p := s.problem; p != nil {
 		// Stored before the CRD's rules existed: shown once, never acted on.
 		return c.failed(ctx, s, p)
 	}
-	if s.namedContent() != "" {
+	if s.namedContent != "" {
 		return c.bindNamedContent(ctx, s)
 	}
 	return c.dynamic(ctx, s)
 }
 
 // dynamic cuts a new content for a subject that is not being deleted.
-func (c *Controller) dynamic(ctx context.Context, s subject) (workloop.Result, error) {
-	n := s.names()
-	if content := s.content(); content != nil {
-		if cc, ok := s.(contentChecker); ok {
+func (c *Controller) dynamic(ctx context.Context, s *scope) (workloop.Result, error) {
+	n := s.names
+	if content := s.content; content != nil {
+		if cc, ok := s.hooks.(contentChecker); ok {
 			if p := cc.dynamicMismatch(content); p != nil {
 				return c.failed(ctx, s, p)
 			}
 		}
 		return c.bound(ctx, s, content)
 	}
-	if m, ok := s.(groupMember); ok && m.waitsForGroup() {
+	if m, ok := s.hooks.(groupMember); ok && m.waitsForGroup() {
 		// A member of a group is never cut on its own: the group makes
 		// its content right after it, and that content's event brings the
 		// snapshot back.
 		return workloop.Result{RequeueAfter: c.recheck()}, nil
 	}
-	if name := s.boundName(); name != "" {
+	if name := s.boundName; name != "" {
 		return c.failed(ctx, s, problemf(n.contentMissing, "%s %q that this %s was bound to is gone; delete and re-create the %s",
 			n.content, name, n.what, n.subject))
 	}
@@ -71,7 +71,7 @@ func (c *Controller) dynamic(ctx context.Context, s subject) (workloop.Result, e
 	if prob != nil {
 		return c.failed(ctx, s, prob)
 	}
-	obj := s.object()
+	obj := s.obj
 	c.cfg.Metrics.start(obj.GetUID(), n.ops.create)
 	c.cfg.Metrics.start(obj.GetUID(), n.ops.createAndReady)
 	if ok, err := c.protect(ctx, s, plan); !ok || err != nil {
@@ -105,11 +105,11 @@ func (c *Controller) dynamic(ctx context.Context, s subject) (workloop.Result, e
 // resolved default class in one write, and its source claim's protection;
 // they are independent of each other, so they are sent together. It
 // reports whether the content may be made.
-func (c *Controller) protect(ctx context.Context, s subject, plan *dynamicPlan) (bool, error) {
+func (c *Controller) protect(ctx context.Context, s *scope, plan *dynamicPlan) (bool, error) {
 	p := &writer.Patch{}
-	p.Meta.AddFinalizers(s.object(), plan.finalizers...)
-	if s.class() == "" {
-		p.Fields = map[string]any{"spec": map[string]any{s.names().classField: plan.class}}
+	p.Meta.AddFinalizers(s.obj, plan.finalizers...)
+	if s.class == "" {
+		p.Fields = map[string]any{"spec": map[string]any{s.names.classField: plan.class}}
 	}
 	// With nothing to add, the finalizers were stored earlier (a crash or
 	// an error between here and the content), or the cached copy is older
@@ -141,17 +141,17 @@ func (c *Controller) protect(ctx context.Context, s subject, plan *dynamicPlan) 
 
 // stillProtected reads the subject from the API server: true when it is the
 // same object, not being deleted, and holds every finalizer in fs.
-func (c *Controller) stillProtected(ctx context.Context, s subject, fs []string) (bool, error) {
-	obj := s.object()
+func (c *Controller) stillProtected(ctx context.Context, s *scope, fs []string) (bool, error) {
+	obj := s.obj
 	live, err := s.readLive(ctx)
 	switch {
 	case err != nil:
-		return false, fmt.Errorf("reading %s %s/%s before creating its content: %w", s.names().subject, obj.GetNamespace(), obj.GetName(), err)
+		return false, fmt.Errorf("reading %s %s/%s before creating its content: %w", s.names.subject, obj.GetNamespace(), obj.GetName(), err)
 	case live == nil:
 		return false, nil
 	}
 	if live.GetUID() != obj.GetUID() || live.GetDeletionTimestamp() != nil {
-		klog.FromContext(ctx).V(2).Info("Not creating a content: the cached copy is outdated", s.names().logKey, objKey(obj.GetNamespace(), obj.GetName()),
+		klog.FromContext(ctx).V(2).Info("Not creating a content: the cached copy is outdated", s.names.logKey, objKey(obj.GetNamespace(), obj.GetName()),
 			"deleting", live.GetDeletionTimestamp() != nil, "sameUID", live.GetUID() == obj.GetUID())
 		return false, nil
 	}
@@ -167,12 +167,12 @@ func (c *Controller) stillProtected(ctx context.Context, s subject, fs []string)
 // finalizers first, then the content's finalizer and, once, its reference's
 // uid (with the subject's class), guarded by the content's resourceVersion
 // so a concurrent bind of another subject cannot be overwritten.
-func (c *Controller) bindNamedContent(ctx context.Context, s subject) (workloop.Result, error) {
+func (c *Controller) bindNamedContent(ctx context.Context, s *scope) (workloop.Result, error) {
 	content, prob := s.findNamedContent()
 	if prob != nil {
 		return c.failed(ctx, s, prob)
 	}
-	n, obj := s.names(), s.object()
+	n, obj := s.names, s.obj
 	c.cfg.Metrics.start(obj.GetUID(), n.ops.createAndReady)
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy())...)
@@ -184,7 +184,7 @@ func (c *Controller) bindNamedContent(ctx context.Context, s subject) (workloop.
 	cp.Meta.AddFinalizers(content.object(), n.contentFinalizer)
 	if unbound {
 		spec := map[string]any{n.refField: map[string]any{"uid": string(obj.GetUID())}}
-		if class := s.class(); class != "" && (!n.keepContentClass || content.className() == nil) {
+		if class := s.class; class != "" && (!n.keepContentClass || content.className() == nil) {
 			spec[n.classField] = class
 		}
 		cp.Fields = map[string]any{"spec": spec}
@@ -202,21 +202,28 @@ func (c *Controller) bindNamedContent(ctx context.Context, s subject) (workloop.
 // bound keeps a bound subject's finalizers, what it depends on, and its
 // status in line with its content. A ready subject whose objects are
 // unchanged costs no write.
-func (c *Controller) bound(ctx context.Context, s subject, content boundContent) (workloop.Result, error) {
-	n, obj := s.names(), s.object()
+func (c *Controller) bound(ctx context.Context, s *scope, content boundContent) (workloop.Result, error) {
+	n, obj := s.names, s.obj
 	if uid := content.ref().UID; uid != obj.GetUID() {
 		return c.failed(ctx, s, problemf(n.misbound, "%s %q belongs to another %s (uid %q); delete this %s and create a new one",
 			n.content, content.object().GetName(), n.subject, uid, n.subject))
 	}
 	p := &writer.Patch{}
 	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy())...)
-	if k, ok := s.(metadataKeeper); ok {
-		k.boundMetadata(p, content)
+	if k, ok := content.(metadataKeeper); ok {
+		k.boundMetadata(p)
 	}
 	if err := s.patchMeta(ctx, p); err != nil {
 		return workloop.Result{}, err
 	}
-	w, err := s.targetStatus(ctx, content)
+	w, err := content.targetStatus(ctx)
+	if p := (*problem)(nil); errors.As(err, &p) {
+		// A failed step the user is shown; it is retried with the loop's
+		// backoff.
+		if serr := c.report(ctx, s, p); serr != nil {
+			return workloop.Result{}, serr
+		}
+	}
 	if err != nil {
 		return workloop.Result{}, err
 	}
@@ -234,19 +241,19 @@ func (c *Controller) bound(ctx context.Context, s subject, content boundContent)
 // event on the transitions a user cares about. The create operation ends
 // when the subject is cut (it gets its creationTime), the create-and-ready
 // operation when it is ready.
-func (c *Controller) writeStatus(ctx context.Context, s subject, content boundContent, w *target) error {
+func (c *Controller) writeStatus(ctx context.Context, s *scope, content boundContent, w *target) error {
 	st := w.status
 	if st.Error == nil && w.noCSI != nil {
 		st.Error = w.noCSI
 	}
-	had := s.currentStatus()
+	had := s.status
 	if had != nil && equality.Semantic.DeepEqual(had, st) {
 		return nil
 	}
 	if err := s.patchStatus(ctx, s.statusPatch(st)); err != nil {
 		return err
 	}
-	n, obj := s.names(), s.object()
+	n, obj := s.names, s.obj
 	typ, created := kindType(s), obj.GetCreationTimestamp().Time
 	if st.CreationTime != nil && (had == nil || had.CreationTime == nil) {
 		if n.created != "" {
@@ -271,8 +278,8 @@ func (s *statusView) says(msg string) bool {
 }
 
 // kindType is the metrics' snapshot type of a subject.
-func kindType(s subject) string {
-	if s.namedContent() != "" {
+func kindType(s *scope) string {
+	if s.namedContent != "" {
 		return typePreProvisioned
 	}
 	return typeDynamic

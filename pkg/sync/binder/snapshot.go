@@ -8,6 +8,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -92,29 +93,28 @@ var snapshotNames = kindNames{
 	ready:        snapshot.ReasonSnapshotReady, readyMessage: "Snapshot %s/%s is ready to use.",
 }
 
-// snap is a VolumeSnapshot as a subject of the lifecycle.
+// snap is a VolumeSnapshot's hooks in the lifecycle.
 type snap struct {
 	c *Controller
 	*snapv1.VolumeSnapshot
 }
 
-func (c *Controller) snap(vs *snapv1.VolumeSnapshot) subject { return snap{c: c, VolumeSnapshot: vs} }
+// snap is the scope of one sync of vs.
+func (c *Controller) snap(vs *snapv1.VolumeSnapshot) *scope {
+	s := snap{c: c, VolumeSnapshot: vs}
+	sc := &scope{hooks: s, obj: vs, names: &snapshotNames, classes: snapshotClasses, class: s.class(),
+		namedContent: s.namedContent(), boundName: s.boundName(), status: s.currentStatus(), problem: s.specProblem()}
+	if content := c.contentOf(vs); content != nil {
+		sc.content = snapContent{content, s}
+	}
+	return sc
+}
 
-func (s snap) object() object                                      { return s.VolumeSnapshot }
-func (s snap) names() *kindNames                                   { return &snapshotNames }
-func (s snap) classes() classRules                                 { return snapshotClasses }
 func (s snap) class() string                                       { return ptr.Deref(s.Spec.VolumeSnapshotClassName, "") }
 func (s snap) finalizersFor(policy snapv1.DeletionPolicy) []string { return snapshotFinalizers(policy) }
 func (s snap) namedContent() string                                { return ptr.Deref(s.Spec.Source.VolumeSnapshotContentName, "") }
 func (s snap) waitsForGroup() bool                                 { return isMember(s.VolumeSnapshot) }
 func (s snap) classDriver() string                                 { return s.c.classDriver(s.class()) }
-
-func (s snap) statusError() *snapv1.VolumeSnapshotError {
-	if s.Status == nil {
-		return nil
-	}
-	return s.Status.Error
-}
 
 func (s snap) specProblem() *problem {
 	if msg := snapshot.SnapshotSpecError(s.VolumeSnapshot); msg != "" {
@@ -150,13 +150,6 @@ func (s snap) statusPatch(st *statusView) map[string]any {
 	}
 }
 
-func (s snap) content() boundContent {
-	if content := s.c.contentOf(s.VolumeSnapshot); content != nil {
-		return snapContent{content}
-	}
-	return nil
-}
-
 func (s snap) findNamedContent() (boundContent, *problem) {
 	content, prob := checkNamedContent(snapshotNamedContent, s.namedContent(), s.c.contents.Get,
 		func(content *snapv1.VolumeSnapshotContent) namedContentFacts {
@@ -165,7 +158,7 @@ func (s snap) findNamedContent() (boundContent, *problem) {
 	if prob != nil {
 		return nil, prob
 	}
-	return snapContent{content}, nil
+	return snapContent{content, s}, nil
 }
 
 func (s snap) plan(ctx context.Context) (*dynamicPlan, *problem) {
@@ -177,34 +170,8 @@ func (s snap) plan(ctx context.Context) (*dynamicPlan, *problem) {
 		finalizers: snapshotFinalizers(plan.class.DeletionPolicy),
 		class:      plan.class.Name,
 		claim:      plan.pvc,
-		content:    snapContent{s.c.newContent(s.VolumeSnapshot, plan)},
+		content:    snapContent{s.c.newContent(s.VolumeSnapshot, plan), s},
 	}, nil
-}
-
-// boundMetadata: a Retain content leaves the bound finalizer off, and a
-// pre-provisioned member is adopted by its live group.
-func (s snap) boundMetadata(p *writer.Patch, content boundContent) {
-	vs := s.VolumeSnapshot
-	if content.policy() == snapv1.VolumeSnapshotContentRetain {
-		p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
-	}
-	group := s.c.groupOf(vs, content.(snapContent).VolumeSnapshotContent)
-	if g := s.c.liveGroup(vs.Namespace, group); g != nil && snapshot.GroupOwner(vs) == "" {
-		p.Meta.AddOwnerReference(vs, snapshot.GroupOwnerReference(g))
-		p.Meta.AddFinalizers(vs, snapshot.FinalizerSnapshotInGroup)
-	}
-}
-
-// targetStatus is the content's status, with the group the snapshot is a member
-// of and the error of a driver without a CSI side.
-func (s snap) targetStatus(_ context.Context, content boundContent) (*target, error) {
-	vsc := content.(snapContent).VolumeSnapshotContent
-	st := statusFromContent(content, true)
-	if group := s.c.groupOf(s.VolumeSnapshot, vsc); group != "" {
-		st.Group = &group
-	}
-	noCSI, lookAgain := s.c.presence.check(s.VolumeSnapshot, vsc, time.Now())
-	return &target{status: st, noCSI: noCSI, lookAgain: lookAgain}, nil
 }
 
 // releaseSource: the source claim may go.
@@ -232,7 +199,7 @@ func (s snap) ownContent(ctx context.Context) (boundContent, error) {
 	if content == nil || err != nil {
 		return nil, err
 	}
-	return snapContent{content}, nil
+	return snapContent{content, s}, nil
 }
 
 func (s snap) patchMeta(ctx context.Context, p *writer.Patch) error {
@@ -253,8 +220,13 @@ func (s snap) readLive(ctx context.Context) (object, error) {
 	return live, err
 }
 
-// snapContent is a VolumeSnapshotContent as a subject's content.
-type snapContent struct{ *snapv1.VolumeSnapshotContent }
+// snapContent is a VolumeSnapshotContent as the content of snapshot s,
+// both typed, so the hooks that need both take them from here. s is zero
+// for the content of a snapshot that vanished: only its deletion runs.
+type snapContent struct {
+	*snapv1.VolumeSnapshotContent
+	s snap
+}
 
 func (s snapContent) object() object                { return s.VolumeSnapshotContent }
 func (s snapContent) beingDeleted() string          { return snapshot.AnnBeingDeleted }
@@ -264,17 +236,46 @@ func (s snapContent) ref() corev1.ObjectReference   { return s.Spec.VolumeSnapsh
 func (s snapContent) className() *string            { return s.Spec.VolumeSnapshotClassName }
 func (s snapContent) dynamic() bool                 { return s.Spec.Source.SnapshotHandle == nil }
 
-func (s snapContent) status() contentStatus {
+func (s snapContent) status() statusView {
 	cs := s.Status
 	if cs == nil {
-		return contentStatus{}
+		return statusView{}
 	}
-	out := contentStatus{ready: cs.ReadyToUse, restoreSize: cs.RestoreSize, err: cs.Error}
+	out := statusView{ReadyToUse: cs.ReadyToUse, Error: cs.Error}
 	if cs.CreationTime != nil {
-		t := time.Unix(0, *cs.CreationTime)
-		out.creationTime = &t
+		t := metav1.NewTime(time.Unix(0, *cs.CreationTime))
+		out.CreationTime = &t
+	}
+	if cs.RestoreSize != nil {
+		out.RestoreSize = resource.NewQuantity(*cs.RestoreSize, resource.BinarySI)
 	}
 	return out
+}
+
+// boundMetadata: a Retain content leaves the bound finalizer off, and a
+// pre-provisioned member is adopted by its live group.
+func (b snapContent) boundMetadata(p *writer.Patch) {
+	s, vs := b.s, b.s.VolumeSnapshot
+	if b.policy() == snapv1.VolumeSnapshotContentRetain {
+		p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
+	}
+	group := s.c.groupOf(vs, b.VolumeSnapshotContent)
+	if g := s.c.liveGroup(vs.Namespace, group); g != nil && snapshot.GroupOwner(vs) == "" {
+		p.Meta.AddOwnerReference(vs, snapshot.GroupOwnerReference(g))
+		p.Meta.AddFinalizers(vs, snapshot.FinalizerSnapshotInGroup)
+	}
+}
+
+// targetStatus is the content's status, with the group the snapshot is a
+// member of and the error of a driver without a CSI side.
+func (b snapContent) targetStatus(context.Context) (*target, error) {
+	s, vsc := b.s, b.VolumeSnapshotContent
+	st := statusFromContent(b, true)
+	if group := s.c.groupOf(s.VolumeSnapshot, vsc); group != "" {
+		st.Group = &group
+	}
+	noCSI, lookAgain := s.c.presence.check(s.VolumeSnapshot, vsc, time.Now())
+	return &target{status: st, noCSI: noCSI, lookAgain: lookAgain}, nil
 }
 
 func (s snapContent) create(ctx context.Context, w *writer.Writer) error {

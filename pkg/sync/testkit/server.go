@@ -44,6 +44,11 @@ func (s server) create(action k8stesting.Action) (bool, runtime.Object, error) {
 	if err != nil {
 		return true, nil, err
 	}
+	if m.GetUID() == "" {
+		// As the API server: a created object has a uid (a group's
+		// members are bound by theirs).
+		m.SetUID(types.UID("uid-" + m.GetName()))
+	}
 	if err := s.tracker.Create(action.GetResource(), obj, action.GetNamespace()); err != nil {
 		return true, nil, err
 	}
