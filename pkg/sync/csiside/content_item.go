@@ -8,7 +8,6 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -30,41 +29,26 @@ var singleNames = &kindNames{
 	logKey:       "content",
 }
 
-// contentItem is a VolumeSnapshotContent as an item of the lifecycle.
+// contentItem is a VolumeSnapshotContent's hooks in the lifecycle.
 type contentItem struct {
 	c *Controller
 	*snapv1.VolumeSnapshotContent
 }
 
-func (c *Controller) single(content *snapv1.VolumeSnapshotContent) item {
-	return contentItem{c: c, VolumeSnapshotContent: content}
-}
-
-func (s contentItem) object() object       { return s.VolumeSnapshotContent }
-func (s contentItem) names() *kindNames    { return singleNames }
-func (s contentItem) key() string          { return s.Name }
-func (s contentItem) ours() bool           { return s.c.handles(s.Spec.Driver, s) }
-func (s contentItem) member() bool         { return isGroupMember(s.VolumeSnapshotContent) }
-func (s contentItem) specError() string    { return snapshot.ContentSpecError(s.VolumeSnapshotContent) }
-func (s contentItem) dynamic() bool        { return isDynamic(s.VolumeSnapshotContent) }
-func (s contentItem) statusHandle() string { return statusHandle(s.VolumeSnapshotContent) }
-func (s contentItem) knownHandle() string  { return knownHandle(s.VolumeSnapshotContent) }
-func (s contentItem) ready() bool          { return isReady(s.VolumeSnapshotContent) }
-
-func (s contentItem) snapshotUID() types.UID { return s.Spec.VolumeSnapshotRef.UID }
-
-func (s contentItem) deletePolicy() bool {
-	return s.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
-}
-
-func (s contentItem) errorMessage() string {
-	if s.Status == nil || s.Status.Error == nil || s.Status.Error.Message == nil {
-		return ""
+// single is the item of one sync of content.
+func (c *Controller) single(content *snapv1.VolumeSnapshotContent) *item {
+	s := contentItem{c: c, VolumeSnapshotContent: content}
+	it := &item{hooks: s, obj: content, names: singleNames, key: content.Name,
+		ours: c.handles(content.Spec.Driver, content), snapshotUID: content.Spec.VolumeSnapshotRef.UID,
+		deletes: content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete, dynamic: isDynamic(content),
+		statusHandle: statusHandle(content), knownHandle: knownHandle(content),
+		ready: isReady(content), readyUnset: content.Status == nil || content.Status.ReadyToUse == nil,
+		member: isGroupMember(content), specError: snapshot.ContentSpecError(content)}
+	if st := content.Status; st != nil && st.Error != nil && st.Error.Message != nil {
+		it.errorMessage = *st.Error.Message
 	}
-	return *s.Status.Error.Message
+	return it
 }
-
-func (s contentItem) readyUnset() bool { return s.Status == nil || s.Status.ReadyToUse == nil }
 
 func (s contentItem) prepareCut(ctx context.Context) (cutCall, error) {
 	req, err := s.c.createRequest(ctx, s.VolumeSnapshotContent)
@@ -92,9 +76,9 @@ func (s contentItem) prepareCut(ctx context.Context) (cutCall, error) {
 // with ListSnapshots and the class's list secret when the driver offers
 // it; otherwise it cannot be read and is taken to be ready.
 func (s contentItem) read(ctx context.Context) (answer, error) {
-	handle := s.knownHandle()
+	handle := knownHandle(s.VolumeSnapshotContent)
 	switch {
-	case s.dynamic():
+	case isDynamic(s.VolumeSnapshotContent):
 		call, err := s.prepareCut(ctx)
 		if err != nil {
 			return answer{}, err
@@ -139,7 +123,7 @@ func (s contentItem) statusFor(a answer, now time.Time) map[string]any {
 
 func (s contentItem) handleCleared() map[string]any { return map[string]any{"snapshotHandle": nil} }
 
-func (s contentItem) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
+func (s contentItem) patchMeta(ctx context.Context, p *writer.Patch) (*item, error) {
 	out, err := s.c.cfg.Writer.PatchContent(ctx, s.VolumeSnapshotContent, p)
 	if err != nil {
 		return nil, err
@@ -147,7 +131,7 @@ func (s contentItem) patchMeta(ctx context.Context, p *writer.Patch) (item, erro
 	return s.c.single(out), nil
 }
 
-func (s contentItem) patchStatus(ctx context.Context, fields map[string]any) (item, error) {
+func (s contentItem) patchStatus(ctx context.Context, fields map[string]any) (*item, error) {
 	out, err := s.c.cfg.Writer.PatchContentStatus(ctx, s.VolumeSnapshotContent, fields)
 	if err != nil {
 		return nil, err

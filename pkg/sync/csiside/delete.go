@@ -23,10 +23,10 @@ import (
 // finished (to learn its handle), the backend snapshot is deleted, and only
 // then the finalizer goes. The backend never keeps a snapshot whose content
 // is gone.
-func (c *Controller) deleting(ctx context.Context, it item) (workloop.Result, error) {
+func (c *Controller) deleting(ctx context.Context, it *item) (workloop.Result, error) {
 	logger := klog.FromContext(ctx)
-	c.forget(it.key())
-	if !snapshot.HasFinalizer(it.object(), it.names().finalizer) {
+	c.forget(it.key)
+	if !snapshot.HasFinalizer(it.obj, it.names.finalizer) {
 		return workloop.Result{}, nil
 	}
 	ok, why := mayDelete(it)
@@ -35,20 +35,20 @@ func (c *Controller) deleting(ctx context.Context, it item) (workloop.Result, er
 		logger.V(2).Info("Content deleted without the binder's being-deleted mark: keeping the backend snapshot and the finalizer until its snapshot is deleted")
 		return workloop.Result{}, nil
 	}
-	if memberOfGroup(it) {
+	if it.member {
 		// The group's delete call deletes a member's backend snapshot;
 		// DeleteSnapshot never does.
-		logger.V(2).Info("Releasing a member of a group; its backend snapshot goes with the group", "handle", it.knownHandle())
+		logger.V(2).Info("Releasing a member of a group; its backend snapshot goes with the group", "handle", it.knownHandle)
 		return workloop.Result{}, c.release(ctx, it, false)
 	}
-	if !it.deletePolicy() {
-		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", it.knownHandle(), "because", why)
+	if !it.deletes {
+		logger.V(2).Info("Releasing a Retain content; the backend snapshot stays", "handle", it.knownHandle, "because", why)
 		return workloop.Result{}, c.release(ctx, it, false)
 	}
 	var err error
 	logger.V(4).Info("Backend snapshot may be deleted", "because", why)
-	handle := it.knownHandle()
-	if handle == "" && it.dynamic() && markedCreating(it) {
+	handle := it.knownHandle
+	if handle == "" && it.dynamic && markedCreating(it) {
 		// The create call cuts a new snapshot when the one in flight was
 		// deleted meanwhile, so it is called only for the API server's
 		// current copy: a cached one can predate our own writes when
@@ -79,17 +79,17 @@ func (c *Controller) deleting(ctx context.Context, it item) (workloop.Result, er
 // anything of its own. Never otherwise: a content whose snapshot is gone
 // may have been copied from another cluster, whose backend snapshot it
 // names (docs/contract.md).
-func mayDelete(it item) (bool, string) {
-	if snapshot.HasAnnotation(it.object(), it.names().beingDeleted, snapshot.ValueYes) {
+func mayDelete(it *item) (bool, string) {
+	if snapshot.HasAnnotation(it.obj, it.names.beingDeleted, snapshot.ValueYes) {
 		return true, "the binder marked it being-deleted"
 	}
-	if it.snapshotUID() != "" {
+	if it.snapshotUID != "" {
 		return false, ""
 	}
 	switch {
-	case !it.dynamic():
+	case !it.dynamic:
 		return true, "it is a pre-provisioned content never bound to a snapshot"
-	case it.statusHandle() == "":
+	case it.statusHandle == "":
 		// The CSI name derives from the UID: nothing was ever cut.
 		return true, "it is a dynamic content without a snapshot UID or handle"
 	}
@@ -99,16 +99,16 @@ func mayDelete(it item) (bool, string) {
 // isCurrent reports whether the cached content is the API server's current
 // version. When it is not (or the content is gone), the newer version's
 // event brings the content back.
-func (c *Controller) isCurrent(ctx context.Context, it item) (bool, error) {
+func (c *Controller) isCurrent(ctx context.Context, it *item) (bool, error) {
 	live, err := it.liveVersion(ctx)
 	switch {
 	case err != nil:
-		return false, fmt.Errorf("reading %s: %w", it.key(), err)
+		return false, fmt.Errorf("reading %s: %w", it.key, err)
 	case live == "":
 		return false, nil
-	case live != it.object().GetResourceVersion():
+	case live != it.obj.GetResourceVersion():
 		klog.FromContext(ctx).V(4).Info("Cached copy is outdated; waiting for the current one",
-			"resourceVersion", it.object().GetResourceVersion(), "current", live)
+			"resourceVersion", it.obj.GetResourceVersion(), "current", live)
 		return false, nil
 	}
 	return true, nil
@@ -119,13 +119,13 @@ func (c *Controller) isCurrent(ctx context.Context, it item) (bool, error) {
 // cut, and stores it. A final error means nothing was cut and the handle
 // is "", except AlreadyExists: a snapshot of that name exists, and walking
 // away would leak it.
-func (c *Controller) finishInFlight(ctx context.Context, it item) (string, item, error) {
+func (c *Controller) finishInFlight(ctx context.Context, it *item) (string, *item, error) {
 	logger := klog.FromContext(ctx)
-	if it.snapshotUID() == "" {
+	if it.snapshotUID == "" {
 		// Without the UID there is no name, so nobody has called.
 		return "", it, nil
 	}
-	prefix := "Failed to finish the " + it.names().createCall + " that may be in flight: "
+	prefix := "Failed to finish the " + it.names.createCall + " that may be in flight: "
 	call, err := it.prepareCut(ctx)
 	if err != nil {
 		return "", it, c.deleteFailed(ctx, it, prefix+err.Error(), err)
@@ -150,41 +150,41 @@ func (c *Controller) finishInFlight(ctx context.Context, it item) (string, item,
 
 // deleteBackend calls the kind's delete with its deletion secret; the
 // driver answers an unknown id with success.
-func (c *Controller) deleteBackend(ctx context.Context, it item, handle string) error {
-	klog.FromContext(ctx).V(2).Info("Calling "+it.names().deleteCall, "handle", handle)
+func (c *Controller) deleteBackend(ctx context.Context, it *item, handle string) error {
+	klog.FromContext(ctx).V(2).Info("Calling "+it.names.deleteCall, "handle", handle)
 	if err := it.deleteBackend(ctx, handle); err != nil {
-		return c.deleteFailed(ctx, it, "Failed to delete "+it.names().what+": "+csi.DriverMessage(err), err)
+		return c.deleteFailed(ctx, it, "Failed to delete "+it.names.what+": "+csi.DriverMessage(err), err)
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted the backend "+it.names().what, "handle", handle)
+	klog.FromContext(ctx).V(2).Info("Deleted the backend "+it.names.what, "handle", handle)
 	return nil
 }
 
 // deleteFailed shows a failed deletion step in status.error (with a
 // Warning event when the message is new) and returns the cause for the
 // loop to retry with backoff.
-func (c *Controller) deleteFailed(ctx context.Context, it item, msg string, cause error) error {
-	if _, err := c.setError(ctx, it, it.names().reasonDelete, msg); err != nil {
+func (c *Controller) deleteFailed(ctx context.Context, it *item, msg string, cause error) error {
+	if _, err := c.setError(ctx, it, it.names.reasonDelete, msg); err != nil {
 		return err
 	}
-	return fmt.Errorf("deleting the backend %s of %s: %w", it.names().what, it.key(), cause)
+	return fmt.Errorf("deleting the backend %s of %s: %w", it.names.what, it.key, cause)
 }
 
 // release removes our finalizer. After a deletion (deleted), the
 // being-created mark goes with it, and when other finalizers keep the
 // object alive the handle of the deleted backend is cleared first, so that
 // nothing reads a handle that no longer exists from the lingering object.
-func (c *Controller) release(ctx context.Context, it item, deleted bool) error {
-	n := it.names()
-	if deleted && len(it.object().GetFinalizers()) > 1 && it.statusHandle() != "" {
+func (c *Controller) release(ctx context.Context, it *item, deleted bool) error {
+	n := it.names
+	if deleted && len(it.obj.GetFinalizers()) > 1 && it.statusHandle != "" {
 		var err error
 		if it, err = c.patchStatus(ctx, it, it.handleCleared()); err != nil {
 			return ignoreNotFound(err)
 		}
 	}
 	p := &writer.Patch{}
-	p.Meta.RemoveFinalizers(it.object(), n.finalizer)
+	p.Meta.RemoveFinalizers(it.obj, n.finalizer)
 	if deleted {
-		p.Meta.RemoveAnnotation(it.object(), n.beingCreated)
+		p.Meta.RemoveAnnotation(it.obj, n.beingCreated)
 	}
 	_, err := c.patchMeta(ctx, it, p)
 	return ignoreNotFound(err)

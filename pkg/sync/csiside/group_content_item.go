@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
@@ -34,30 +33,31 @@ var groupNames = &kindNames{
 	logKey:       "groupContent",
 }
 
-// groupContentItem is a VolumeGroupSnapshotContent as an item of the lifecycle. Its
-// members' backend snapshots are cut and deleted by its calls.
+// groupContentItem is a VolumeGroupSnapshotContent's hooks in the
+// lifecycle. Its members' backend snapshots are cut and deleted by its
+// calls.
 type groupContentItem struct {
 	c *Controller
 	*groupv1.VolumeGroupSnapshotContent
 }
 
-func (c *Controller) group(content *groupv1.VolumeGroupSnapshotContent) item {
-	return groupContentItem{c: c, VolumeGroupSnapshotContent: content}
+// group is the item of one sync of content.
+func (c *Controller) group(content *groupv1.VolumeGroupSnapshotContent) *item {
+	g := groupContentItem{c: c, VolumeGroupSnapshotContent: content}
+	st := content.Status
+	it := &item{hooks: g, obj: content, names: groupNames, key: groupKey(content.Name),
+		ours: c.handles(content.Spec.Driver, content), snapshotUID: content.Spec.VolumeGroupSnapshotRef.UID,
+		deletes: content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete, dynamic: len(content.Spec.Source.VolumeHandles) > 0,
+		statusHandle: g.statusHandle(), knownHandle: g.knownHandle(),
+		ready: st != nil && st.ReadyToUse != nil && *st.ReadyToUse, readyUnset: st == nil || st.ReadyToUse == nil}
+	if st != nil && st.Error != nil && st.Error.Message != nil {
+		it.errorMessage = *st.Error.Message
+	}
+	return it
 }
 
 // groupKey keeps the group contents' backoffs apart from the contents'.
 func groupKey(name string) string { return "group/" + name }
-
-func (g groupContentItem) object() object         { return g.VolumeGroupSnapshotContent }
-func (g groupContentItem) names() *kindNames      { return groupNames }
-func (g groupContentItem) key() string            { return groupKey(g.Name) }
-func (g groupContentItem) ours() bool             { return g.c.handles(g.Spec.Driver, g) }
-func (g groupContentItem) dynamic() bool          { return len(g.Spec.Source.VolumeHandles) > 0 }
-func (g groupContentItem) snapshotUID() types.UID { return g.Spec.VolumeGroupSnapshotRef.UID }
-
-func (g groupContentItem) deletePolicy() bool {
-	return g.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
-}
 
 func (g groupContentItem) statusHandle() string {
 	if st := g.Status; st != nil && st.VolumeGroupSnapshotHandle != nil {
@@ -77,19 +77,6 @@ func (g groupContentItem) knownHandle() string {
 	}
 	return ""
 }
-
-func (g groupContentItem) ready() bool {
-	return g.Status != nil && g.Status.ReadyToUse != nil && *g.Status.ReadyToUse
-}
-
-func (g groupContentItem) errorMessage() string {
-	if st := g.Status; st == nil || st.Error == nil || st.Error.Message == nil {
-		return ""
-	}
-	return *g.Status.Error.Message
-}
-
-func (g groupContentItem) readyUnset() bool { return g.Status == nil || g.Status.ReadyToUse == nil }
 
 func (g groupContentItem) prepareCut(ctx context.Context) (cutCall, error) {
 	req, err := g.c.groupCreateRequest(ctx, g.VolumeGroupSnapshotContent)
@@ -153,7 +140,7 @@ func (g groupContentItem) handleCleared() map[string]any {
 	return map[string]any{"volumeGroupSnapshotHandle": nil, "readyToUse": nil}
 }
 
-func (g groupContentItem) patchMeta(ctx context.Context, p *writer.Patch) (item, error) {
+func (g groupContentItem) patchMeta(ctx context.Context, p *writer.Patch) (*item, error) {
 	out, err := g.c.cfg.Writer.PatchGroupContent(ctx, g.VolumeGroupSnapshotContent, p)
 	if err != nil {
 		return nil, err
@@ -161,7 +148,7 @@ func (g groupContentItem) patchMeta(ctx context.Context, p *writer.Patch) (item,
 	return g.c.group(out), nil
 }
 
-func (g groupContentItem) patchStatus(ctx context.Context, fields map[string]any) (item, error) {
+func (g groupContentItem) patchStatus(ctx context.Context, fields map[string]any) (*item, error) {
 	out, err := g.c.cfg.Writer.PatchGroupContentStatus(ctx, g.VolumeGroupSnapshotContent, fields)
 	if err != nil {
 		return nil, err

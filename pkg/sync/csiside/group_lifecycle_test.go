@@ -50,7 +50,7 @@ func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
 	h.driver.script(createGroupCall(req, nil, grpcErr(codes.InvalidArgument, "no such volumes")))
 	h.syncGroup("gc1")
 	got := h.api.GroupContent("gc1")
-	if msg := (groupContentItem{VolumeGroupSnapshotContent: got}).errorMessage(); msg != "Failed to create group snapshot: InvalidArgument: no such volumes" {
+	if msg := h.ctrl.group(got).errorMessage; msg != "Failed to create group snapshot: InvalidArgument: no such volumes" {
 		t.Errorf("status.error = %q", msg)
 	}
 	if _, marked := got.Annotations[snapshot.AnnGroupBeingCreated]; marked {

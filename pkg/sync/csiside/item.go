@@ -12,33 +12,41 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
 
-// item is a content of either kind, a VolumeSnapshotContent (content_item.go) or
-// a VolumeGroupSnapshotContent (group_content_item.go), as the one lifecycle
-// (lifecycle.go, delete.go) sees it. The state steps are written once over
-// item; what differs between the kinds is data (kindNames) or one of the
-// small kind-specific methods below: the CSI calls, the status fields an
-// answer sets, and the writes.
-type item interface {
-	object() object
-	names() *kindNames
+// item is one sync of one content of either kind, a VolumeSnapshotContent
+// (content_item.go) or a VolumeGroupSnapshotContent (group_content_item.go):
+// what the one lifecycle's steps (lifecycle.go, delete.go) read of it,
+// computed once by its kind, and the kind's hooks for what they do their
+// own way: the CSI calls, the status fields an answer sets, the writes.
+// What differs in words is kindNames.
+type item struct {
+	hooks
+	obj   object
+	names *kindNames
 	// key names the content in the backoffs; the kinds' keys never meet.
-	key() string
-	// ours reports whether this CSI side handles the content (its driver,
-	// and with --node-deployment its node).
-	ours() bool
-
-	snapshotUID() types.UID
-	deletePolicy() bool
+	key string
+	// ours: this CSI side handles the content (its driver, and with
+	// --node-deployment its node).
+	ours        bool
+	snapshotUID types.UID
+	// deletes: its deletion policy is Delete.
+	deletes bool
 	// dynamic: cut from volumes, as opposed to pre-provisioned handles.
-	dynamic() bool
+	dynamic bool
 	// statusHandle is the backend id stored in status; knownHandle falls
 	// back to the pre-provisioned one.
-	statusHandle() string
-	knownHandle() string
-	ready() bool
-	errorMessage() string
-	readyUnset() bool
+	statusHandle, knownHandle string
+	ready, readyUnset         bool
+	errorMessage              string
+	// member: a content of a group's member, cut and deleted by the
+	// group's calls, whose status the binder writes.
+	member bool
+	// specError is what makes the spec unusable (stored before the CRD's
+	// rules), or "".
+	specError string
+}
 
+// hooks are what a kind does its own way.
+type hooks interface {
 	// prepareCut builds the create call (also the readiness poll of a
 	// dynamic content and the finishing of an in-flight create).
 	prepareCut(ctx context.Context) (cutCall, error)
@@ -51,41 +59,13 @@ type item interface {
 	statusFor(a answer, now time.Time) map[string]any
 	handleCleared() map[string]any
 
-	patchMeta(ctx context.Context, p *writer.Patch) (item, error)
-	patchStatus(ctx context.Context, fields map[string]any) (item, error)
+	// patchMeta and patchStatus write the content and return the item of
+	// what the API server stored.
+	patchMeta(ctx context.Context, p *writer.Patch) (*item, error)
+	patchStatus(ctx context.Context, fields map[string]any) (*item, error)
 	// liveVersion is the API server's resourceVersion of the content, ""
 	// when it is gone.
 	liveVersion(ctx context.Context) (string, error)
-}
-
-// The hooks only a VolumeSnapshotContent has (no no-op methods for the
-// group kind).
-type (
-	// groupMemberContent: a member of a group (member) is cut and deleted
-	// by the group's calls, and the binder writes its status.
-	groupMemberContent interface{ member() bool }
-	// checkedSpec: specError is what makes the spec unusable (stored before
-	// the CRD's rules), or "".
-	checkedSpec interface{ specError() string }
-)
-
-var (
-	_ groupMemberContent = contentItem{}
-	_ checkedSpec        = contentItem{}
-)
-
-// memberOfGroup reports whether it is a member of a group.
-func memberOfGroup(it item) bool {
-	m, ok := it.(groupMemberContent)
-	return ok && m.member()
-}
-
-// specErrorOf is what makes the spec of it unusable, or "".
-func specErrorOf(it item) string {
-	if c, ok := it.(checkedSpec); ok {
-		return c.specError()
-	}
-	return ""
 }
 
 // object is what the writer, the events and the metadata helpers take.
@@ -131,7 +111,7 @@ func groupAnswer(g *csi.GroupSnapshot) answer {
 
 // markedCreating reports whether the content carries its kind's
 // being-created mark (whatever its value): a create may be in flight.
-func markedCreating(it item) bool {
-	_, ok := it.object().GetAnnotations()[it.names().beingCreated]
+func markedCreating(it *item) bool {
+	_, ok := it.obj.GetAnnotations()[it.names.beingCreated]
 	return ok
 }
