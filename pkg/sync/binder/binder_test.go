@@ -192,7 +192,7 @@ func TestReadyContentIsMirroredOnceAndThenCostsNothing(t *testing.T) {
 	}
 	// As after a restart: the same objects again cost no write.
 	h.api.ClearActions()
-	if _, err := h.c.bound(context.Background(), h.c.snap(got), snapContent{content, snap{h.c, got}}); err != nil {
+	if _, err := h.c.bound(context.Background(), h.c.snap(got), snap{h.c, got}.bindTo(content)); err != nil {
 		t.Fatal(err)
 	}
 	if w := h.writes(); len(w) != 0 {

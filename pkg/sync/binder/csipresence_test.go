@@ -52,7 +52,7 @@ func TestNoCSISideErrorIsWrittenOnceAndClearsWhenALeaseAppears(t *testing.T) {
 		t.Errorf("events = %v, want one %s", ev, snapshot.ReasonNoCSISide)
 	}
 	h.api.ClearActions()
-	if _, err := h.c.bound(context.Background(), h.c.snap(got), snapContent{content, snap{h.c, got}}); err != nil {
+	if _, err := h.c.bound(context.Background(), h.c.snap(got), snap{h.c, got}.bindTo(content)); err != nil {
 		t.Fatal(err)
 	}
 	if w := h.writes(); len(w) != 0 {

@@ -45,7 +45,7 @@ func (c *Controller) deleting(ctx context.Context, s *scope) (workloop.Result, e
 	// the class's, as for the gauges.
 	driver, why := s.classDriver(), "no content exists for it"
 	if content != nil {
-		driver, why = content.driver(), "its content is retained"
+		driver, why = content.driver, "its content is retained"
 	}
 	// Said at -v=2: a subject released while its content lives would
 	// leave the content and its backend snapshot behind for good.
@@ -58,7 +58,7 @@ func (c *Controller) deleting(ctx context.Context, s *scope) (workloop.Result, e
 // its delete asks (deleting): it returns the subject's own content (nil
 // when there is none) and whether to wait for an event before releasing
 // the subject. A vanished group's clean-up shares it.
-func (c *Controller) tearDownAll(ctx context.Context, s *scope) (boundContent, bool, error) {
+func (c *Controller) tearDownAll(ctx context.Context, s *scope) (*boundContent, bool, error) {
 	if why := s.deletionBlocker(); why != "" {
 		c.cfg.Recorder.Event(s.obj, corev1.EventTypeWarning, snapshot.ReasonSnapshotDeletePending, why)
 		return nil, true, nil // the holder's events bring us back
@@ -67,7 +67,7 @@ func (c *Controller) tearDownAll(ctx context.Context, s *scope) (boundContent, b
 	if err != nil {
 		return nil, false, err
 	}
-	if content != nil && c.cfg.Writer.Stale(content.object()) {
+	if content != nil && c.cfg.Writer.Stale(content.obj) {
 		return content, true, nil // our mark is on its way back as an event
 	}
 	if content != nil {
@@ -97,10 +97,10 @@ func hasAnyFinalizer(obj object, fs []string) bool {
 // tearDown puts the being-deleted mark on the content of a deleted
 // snapshot or group, whatever its policy, and deletes a Delete content: the
 // CSI side then removes its backend snapshot (or group) and its finalizer.
-func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content boundContent) error {
-	obj := content.object()
+func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content *boundContent) error {
+	obj := content.obj
 	mark := &writer.Patch{}
-	mark.Meta.SetAnnotation(obj, content.beingDeleted(), snapshot.ValueYes)
+	mark.Meta.SetAnnotation(obj, content.beingDeleted, snapshot.ValueYes)
 	if err := content.patchMeta(ctx, c.cfg.Writer, mark); err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -96,7 +95,7 @@ func (c *Controller) group(g *groupv1.VolumeGroupSnapshot) *scope {
 	sc := &scope{hooks: gs, obj: g, names: &groupNames, classes: groupClasses, class: gs.class(),
 		namedContent: gs.namedContent(), boundName: gs.boundName(), status: gs.currentStatus(), problem: gs.specProblem()}
 	if content := c.groupContentOf(g); content != nil {
-		sc.content = groupContent{content, gs}
+		sc.content = gs.bindTo(content)
 	}
 	return sc
 }
@@ -110,7 +109,7 @@ func (g group) boundName() string {
 	return ptr.Deref(groupStatus(g).BoundVolumeGroupSnapshotContentName, "")
 }
 
-func (g group) findNamedContent() (boundContent, *problem) {
+func (g group) findNamedContent() (*boundContent, *problem) {
 	content, prob := checkNamedContent(groupNamedContent, g.namedContent(), g.c.groupContents.Get,
 		func(content *groupv1.VolumeGroupSnapshotContent) namedContentFacts {
 			return namedContentFacts{ref: content.Spec.VolumeGroupSnapshotRef, dynamic: content.Spec.Source.GroupSnapshotHandles == nil, deleting: content.DeletionTimestamp != nil}
@@ -118,7 +117,7 @@ func (g group) findNamedContent() (boundContent, *problem) {
 	if prob != nil {
 		return nil, prob
 	}
-	return groupContent{content, g}, nil
+	return g.bindTo(content), nil
 }
 
 func (g group) plan(context.Context) (*dynamicPlan, *problem) {
@@ -126,17 +125,17 @@ func (g group) plan(context.Context) (*dynamicPlan, *problem) {
 	if prob != nil {
 		return nil, prob
 	}
-	return &dynamicPlan{finalizers: groupNames.finalizers, class: plan.class.Name, content: groupContent{newGroupContent(g.VolumeGroupSnapshot, plan), g}}, nil
+	return &dynamicPlan{finalizers: groupNames.finalizers, class: plan.class.Name, content: g.bindTo(newGroupContent(g.VolumeGroupSnapshot, plan))}, nil
 }
 
 // dynamicMismatch: a pre-provisioned content named like a dynamic group's.
-func (g group) dynamicMismatch(content boundContent) *problem {
-	if content.dynamic() {
+func (g group) dynamicMismatch(content *boundContent) *problem {
+	if content.dynamic {
 		return nil
 	}
 	return problemf(snapshot.ReasonGroupSnapshotContentMismatch,
 		"VolumeGroupSnapshotContent %q is pre-provisioned (spec.source.groupSnapshotHandles) but this group takes a new snapshot of its selector's claims; delete that content",
-		content.object().GetName())
+		content.obj.GetName())
 }
 
 func groupStatus(g group) *groupv1.VolumeGroupSnapshotStatus {
@@ -182,12 +181,12 @@ func (g group) deletionBlocker() string {
 	return ""
 }
 
-func (g group) ownContent(context.Context) (boundContent, error) {
+func (g group) ownContent(context.Context) (*boundContent, error) {
 	content := g.c.groupContentOf(g.VolumeGroupSnapshot)
 	if content == nil || content.Spec.VolumeGroupSnapshotRef.UID != g.UID {
 		return nil, nil // none, or not ours: never touch it
 	}
-	return groupContent{content, g}, nil
+	return g.bindTo(content), nil
 }
 
 // deleteOwned deletes the members; each is released once the group is gone
@@ -232,27 +231,18 @@ func (g group) readLive(ctx context.Context) (object, error) {
 	return live, err
 }
 
-// groupContent is a VolumeGroupSnapshotContent as the content of group g,
-// both typed, so the hooks that need both take them from here.
+// groupContent is a VolumeGroupSnapshotContent's hooks as the content of
+// group g, both typed.
 type groupContent struct {
 	*groupv1.VolumeGroupSnapshotContent
 	g group
 }
 
-func (g groupContent) object() object                { return g.VolumeGroupSnapshotContent }
-func (g groupContent) beingDeleted() string          { return snapshot.AnnGroupBeingDeleted }
-func (g groupContent) policy() snapv1.DeletionPolicy { return g.Spec.DeletionPolicy }
-func (g groupContent) driver() string                { return g.Spec.Driver }
-func (g groupContent) ref() corev1.ObjectReference   { return g.Spec.VolumeGroupSnapshotRef }
-func (g groupContent) className() *string            { return g.Spec.VolumeGroupSnapshotClassName }
-func (g groupContent) dynamic() bool                 { return g.Spec.Source.GroupSnapshotHandles == nil }
-
-func (g groupContent) status() statusView {
-	cs := g.Status
-	if cs == nil {
-		return statusView{}
-	}
-	return statusView{ReadyToUse: cs.ReadyToUse, Error: cs.Error, CreationTime: cs.CreationTime}
+// bindTo is content as the content of g.
+func (g group) bindTo(content *groupv1.VolumeGroupSnapshotContent) *boundContent {
+	return &boundContent{contentHooks: groupContent{content, g}, obj: content, beingDeleted: snapshot.AnnGroupBeingDeleted,
+		policy: content.Spec.DeletionPolicy, driver: content.Spec.Driver, ref: content.Spec.VolumeGroupSnapshotRef,
+		className: content.Spec.VolumeGroupSnapshotClassName, dynamic: content.Spec.Source.GroupSnapshotHandles == nil}
 }
 
 // targetStatus makes the members of a dynamic group the driver cut; the
@@ -264,7 +254,11 @@ func (b groupContent) targetStatus(ctx context.Context) (*target, error) {
 		p.cause = err
 		return nil, p
 	}
-	return &target{status: statusFromContent(b, complete)}, nil
+	var cs statusView
+	if st := b.Status; st != nil {
+		cs = statusView{ReadyToUse: st.ReadyToUse, Error: st.Error, CreationTime: st.CreationTime}
+	}
+	return &target{status: statusFromContent(b.Name, cs, complete)}, nil
 }
 
 func (g groupContent) create(ctx context.Context, w *writer.Writer) error {

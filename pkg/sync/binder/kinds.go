@@ -47,7 +47,7 @@ type scope struct {
 	status *statusView
 	// content is the content it is (or will be) bound to, from the cache
 	// or as created a moment ago, or nil.
-	content boundContent
+	content *boundContent
 	// problem is what makes the spec unusable, or nil.
 	problem *problem
 }
@@ -59,7 +59,7 @@ type hooks interface {
 	finalizersFor(policy snapv1.DeletionPolicy) []string
 	// findNamedContent is the content namedContent names, or the problem
 	// that keeps them from binding.
-	findNamedContent() (boundContent, *problem)
+	findNamedContent() (*boundContent, *problem)
 	// plan is what a dynamic subject's content is cut from, or the problem
 	// the user must fix (or wait out).
 	plan(ctx context.Context) (*dynamicPlan, *problem)
@@ -69,7 +69,7 @@ type hooks interface {
 	deletionBlocker() string
 	// ownContent is the content bound to this very subject, read from the
 	// API server where the cache may lag, or nil.
-	ownContent(ctx context.Context) (boundContent, error)
+	ownContent(ctx context.Context) (*boundContent, error)
 	// classDriver is the driver of the subject's class, or "".
 	classDriver() string
 
@@ -88,7 +88,7 @@ type (
 	// contentChecker: a group checks that the content it is bound to is a
 	// dynamic one (dynamicMismatch is that problem, or nil).
 	contentChecker interface {
-		dynamicMismatch(content boundContent) *problem
+		dynamicMismatch(content *boundContent) *problem
 	}
 	// groupMember: a snapshot whose content a group makes (waitsForGroup)
 	// is never cut on its own.
@@ -123,22 +123,26 @@ func releaseSource(s *scope) {
 	}
 }
 
-// boundContent is a VolumeSnapshotContent or a VolumeGroupSnapshotContent,
-// as the content of its subject.
-type boundContent interface {
-	object() object
+// boundContent is a VolumeSnapshotContent or a VolumeGroupSnapshotContent
+// as the content of its subject: what the steps read of it, and the hooks
+// of its kind.
+type boundContent struct {
+	contentHooks
+	obj object
 	// beingDeleted is the kind's being-deleted mark.
-	beingDeleted() string
-	policy() snapv1.DeletionPolicy
-	driver() string
-	ref() corev1.ObjectReference
+	beingDeleted string
+	policy       snapv1.DeletionPolicy
+	driver       string
+	ref          corev1.ObjectReference
 	// className is the class the content names, or nil.
-	className() *string
+	className *string
 	// dynamic: cut from volumes, not pre-provisioned handles.
-	dynamic() bool
-	// status is what the content's status says, in the subject's shape:
-	// creation time, readyToUse, restore size, error.
-	status() statusView
+	dynamic bool
+}
+
+// contentHooks are what a content's kind does its own way. They hold the
+// content and its subject, both typed.
+type contentHooks interface {
 	// targetStatus brings what its bound subject depends on in line (a
 	// group's members) and returns the status the subject should show.
 	targetStatus(ctx context.Context) (*target, error)
@@ -148,8 +152,8 @@ type boundContent interface {
 }
 
 // deletes reports whether content goes with its subject (Delete policy).
-func deletes(content boundContent) bool {
-	return content.policy() == snapv1.VolumeSnapshotContentDelete
+func deletes(content *boundContent) bool {
+	return content.policy == snapv1.VolumeSnapshotContentDelete
 }
 
 // statusView is what the binder owns of a subject's status, for both kinds (a
@@ -180,7 +184,7 @@ type dynamicPlan struct {
 	finalizers []string
 	class      string
 	claim      *corev1.PersistentVolumeClaim
-	content    boundContent
+	content    *boundContent
 }
 
 // kindNames are the names a kind uses for the same rules.
@@ -207,14 +211,13 @@ type kindNames struct {
 	ready, readyMessage                    string
 }
 
-// statusFromContent is the status a subject should show of its content's: bound to
+// statusFromContent is the status a subject should show of its content's
+// (named name, its status cs in the subject's shape): bound to
 // it, readyToUse=false until the CSI side reports (and, for a group, until
 // every member exists: complete), its creation time to the second (the API
 // stores times so: compare what will be stored), its size, and its error (an
 // error no longer on the content is cleared).
-func statusFromContent(content boundContent, complete bool) *statusView {
-	name := content.object().GetName()
-	cs := content.status()
+func statusFromContent(name string, cs statusView, complete bool) *statusView {
 	ready := cs.ReadyToUse != nil && *cs.ReadyToUse && complete
 	st := &statusView{Content: &name, ReadyToUse: &ready, RestoreSize: cs.RestoreSize}
 	if cs.CreationTime != nil {

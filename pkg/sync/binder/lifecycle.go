@@ -82,7 +82,7 @@ func (c *Controller) dynamic(ctx context.Context, s *scope) (workloop.Result, er
 	// writer remembers the created content until the cache has it
 	// (content).
 	content := plan.content
-	name := content.object().GetName()
+	name := content.obj.GetName()
 	err := content.create(ctx, c.cfg.Writer)
 	switch {
 	case err == nil:
@@ -175,20 +175,20 @@ func (c *Controller) bindNamedContent(ctx context.Context, s *scope) (workloop.R
 	n, obj := s.names, s.obj
 	c.cfg.Metrics.start(obj.GetUID(), n.ops.createAndReady)
 	p := &writer.Patch{}
-	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy())...)
+	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy)...)
 	if err := s.patchMeta(ctx, p); err != nil {
 		return workloop.Result{}, err
 	}
-	unbound := content.ref().UID == ""
+	unbound := content.ref.UID == ""
 	cp := &writer.Patch{}
-	cp.Meta.AddFinalizers(content.object(), n.contentFinalizer)
+	cp.Meta.AddFinalizers(content.obj, n.contentFinalizer)
 	if unbound {
 		spec := map[string]any{n.refField: map[string]any{"uid": string(obj.GetUID())}}
-		if class := s.class; class != "" && (!n.keepContentClass || content.className() == nil) {
+		if class := s.class; class != "" && (!n.keepContentClass || content.className == nil) {
 			spec[n.classField] = class
 		}
 		cp.Fields = map[string]any{"spec": spec}
-		cp.Precondition = content.object().GetResourceVersion()
+		cp.Precondition = content.obj.GetResourceVersion()
 	}
 	if err := content.patchMeta(ctx, c.cfg.Writer, cp); err != nil {
 		return workloop.Result{}, err
@@ -202,15 +202,15 @@ func (c *Controller) bindNamedContent(ctx context.Context, s *scope) (workloop.R
 // bound keeps a bound subject's finalizers, what it depends on, and its
 // status in line with its content. A ready subject whose objects are
 // unchanged costs no write.
-func (c *Controller) bound(ctx context.Context, s *scope, content boundContent) (workloop.Result, error) {
+func (c *Controller) bound(ctx context.Context, s *scope, content *boundContent) (workloop.Result, error) {
 	n, obj := s.names, s.obj
-	if uid := content.ref().UID; uid != obj.GetUID() {
+	if uid := content.ref.UID; uid != obj.GetUID() {
 		return c.failed(ctx, s, problemf(n.misbound, "%s %q belongs to another %s (uid %q); delete this %s and create a new one",
-			n.content, content.object().GetName(), n.subject, uid, n.subject))
+			n.content, content.obj.GetName(), n.subject, uid, n.subject))
 	}
 	p := &writer.Patch{}
-	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy())...)
-	if k, ok := content.(metadataKeeper); ok {
+	p.Meta.AddFinalizers(obj, s.finalizersFor(content.policy)...)
+	if k, ok := content.contentHooks.(metadataKeeper); ok {
 		k.boundMetadata(p)
 	}
 	if err := s.patchMeta(ctx, p); err != nil {
@@ -241,7 +241,7 @@ func (c *Controller) bound(ctx context.Context, s *scope, content boundContent) 
 // event on the transitions a user cares about. The create operation ends
 // when the subject is cut (it gets its creationTime), the create-and-ready
 // operation when it is ready.
-func (c *Controller) writeStatus(ctx context.Context, s *scope, content boundContent, w *target) error {
+func (c *Controller) writeStatus(ctx context.Context, s *scope, content *boundContent, w *target) error {
 	st := w.status
 	if st.Error == nil && w.noCSI != nil {
 		st.Error = w.noCSI
@@ -259,7 +259,7 @@ func (c *Controller) writeStatus(ctx context.Context, s *scope, content boundCon
 		if n.created != "" {
 			c.cfg.Recorder.Eventf(obj, corev1.EventTypeNormal, n.created, n.createdMessage, obj.GetNamespace(), obj.GetName())
 		}
-		c.cfg.Metrics.finish(obj.GetUID(), n.ops.create, content.driver(), typ, "success", created)
+		c.cfg.Metrics.finish(obj.GetUID(), n.ops.create, content.driver, typ, "success", created)
 	}
 	wasReady := had != nil && had.ReadyToUse != nil && *had.ReadyToUse
 	switch {
@@ -267,7 +267,7 @@ func (c *Controller) writeStatus(ctx context.Context, s *scope, content boundCon
 		c.cfg.Recorder.Event(obj, corev1.EventTypeWarning, snapshot.ReasonNoCSISide, *w.noCSI.Message)
 	case *st.ReadyToUse && !wasReady:
 		c.cfg.Recorder.Eventf(obj, corev1.EventTypeNormal, n.ready, n.readyMessage, obj.GetNamespace(), obj.GetName())
-		c.cfg.Metrics.finish(obj.GetUID(), n.ops.createAndReady, content.driver(), typ, "success", created)
+		c.cfg.Metrics.finish(obj.GetUID(), n.ops.createAndReady, content.driver, typ, "success", created)
 	}
 	return nil
 }

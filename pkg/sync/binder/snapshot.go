@@ -6,7 +6,6 @@ import (
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +104,7 @@ func (c *Controller) snap(vs *snapv1.VolumeSnapshot) *scope {
 	sc := &scope{hooks: s, obj: vs, names: &snapshotNames, classes: snapshotClasses, class: s.class(),
 		namedContent: s.namedContent(), boundName: s.boundName(), status: s.currentStatus(), problem: s.specProblem()}
 	if content := c.contentOf(vs); content != nil {
-		sc.content = snapContent{content, s}
+		sc.content = s.bindTo(content)
 	}
 	return sc
 }
@@ -150,7 +149,7 @@ func (s snap) statusPatch(st *statusView) map[string]any {
 	}
 }
 
-func (s snap) findNamedContent() (boundContent, *problem) {
+func (s snap) findNamedContent() (*boundContent, *problem) {
 	content, prob := checkNamedContent(snapshotNamedContent, s.namedContent(), s.c.contents.Get,
 		func(content *snapv1.VolumeSnapshotContent) namedContentFacts {
 			return namedContentFacts{ref: content.Spec.VolumeSnapshotRef, dynamic: content.Spec.Source.SnapshotHandle == nil, deleting: content.DeletionTimestamp != nil}
@@ -158,7 +157,7 @@ func (s snap) findNamedContent() (boundContent, *problem) {
 	if prob != nil {
 		return nil, prob
 	}
-	return snapContent{content, s}, nil
+	return s.bindTo(content), nil
 }
 
 func (s snap) plan(ctx context.Context) (*dynamicPlan, *problem) {
@@ -170,7 +169,7 @@ func (s snap) plan(ctx context.Context) (*dynamicPlan, *problem) {
 		finalizers: snapshotFinalizers(plan.class.DeletionPolicy),
 		class:      plan.class.Name,
 		claim:      plan.pvc,
-		content:    snapContent{s.c.newContent(s.VolumeSnapshot, plan), s},
+		content:    s.bindTo(s.c.newContent(s.VolumeSnapshot, plan)),
 	}, nil
 }
 
@@ -194,12 +193,12 @@ func (s snap) deletionBlocker() string {
 	return ""
 }
 
-func (s snap) ownContent(ctx context.Context) (boundContent, error) {
+func (s snap) ownContent(ctx context.Context) (*boundContent, error) {
 	content, err := s.c.ownContent(ctx, s.VolumeSnapshot)
 	if content == nil || err != nil {
 		return nil, err
 	}
-	return snapContent{content, s}, nil
+	return s.bindTo(content), nil
 }
 
 func (s snap) patchMeta(ctx context.Context, p *writer.Patch) error {
@@ -220,24 +219,25 @@ func (s snap) readLive(ctx context.Context) (object, error) {
 	return live, err
 }
 
-// snapContent is a VolumeSnapshotContent as the content of snapshot s,
-// both typed, so the hooks that need both take them from here. s is zero
-// for the content of a snapshot that vanished: only its deletion runs.
+// snapContent is a VolumeSnapshotContent's hooks as the content of
+// snapshot s, both typed. s is zero for the content of a snapshot that
+// vanished: only its deletion runs.
 type snapContent struct {
 	*snapv1.VolumeSnapshotContent
 	s snap
 }
 
-func (s snapContent) object() object                { return s.VolumeSnapshotContent }
-func (s snapContent) beingDeleted() string          { return snapshot.AnnBeingDeleted }
-func (s snapContent) policy() snapv1.DeletionPolicy { return s.Spec.DeletionPolicy }
-func (s snapContent) driver() string                { return s.Spec.Driver }
-func (s snapContent) ref() corev1.ObjectReference   { return s.Spec.VolumeSnapshotRef }
-func (s snapContent) className() *string            { return s.Spec.VolumeSnapshotClassName }
-func (s snapContent) dynamic() bool                 { return s.Spec.Source.SnapshotHandle == nil }
+// bindTo is content as the content of s.
+func (s snap) bindTo(content *snapv1.VolumeSnapshotContent) *boundContent {
+	return &boundContent{contentHooks: snapContent{content, s}, obj: content, beingDeleted: snapshot.AnnBeingDeleted,
+		policy: content.Spec.DeletionPolicy, driver: content.Spec.Driver, ref: content.Spec.VolumeSnapshotRef,
+		className: content.Spec.VolumeSnapshotClassName, dynamic: content.Spec.Source.SnapshotHandle == nil}
+}
 
-func (s snapContent) status() statusView {
-	cs := s.Status
+// snapContentStatus is what a content's status says, in the snapshot's
+// shape.
+func snapContentStatus(content *snapv1.VolumeSnapshotContent) statusView {
+	cs := content.Status
 	if cs == nil {
 		return statusView{}
 	}
@@ -256,7 +256,7 @@ func (s snapContent) status() statusView {
 // pre-provisioned member is adopted by its live group.
 func (b snapContent) boundMetadata(p *writer.Patch) {
 	s, vs := b.s, b.s.VolumeSnapshot
-	if b.policy() == snapv1.VolumeSnapshotContentRetain {
+	if b.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentRetain {
 		p.Meta.RemoveFinalizers(vs, snapshot.FinalizerSnapshotBound)
 	}
 	group := s.c.groupOf(vs, b.VolumeSnapshotContent)
@@ -270,7 +270,7 @@ func (b snapContent) boundMetadata(p *writer.Patch) {
 // member of and the error of a driver without a CSI side.
 func (b snapContent) targetStatus(context.Context) (*target, error) {
 	s, vsc := b.s, b.VolumeSnapshotContent
-	st := statusFromContent(b, true)
+	st := statusFromContent(vsc.Name, snapContentStatus(vsc), true)
 	if group := s.c.groupOf(s.VolumeSnapshot, vsc); group != "" {
 		st.Group = &group
 	}

@@ -130,7 +130,7 @@ func (c *Controller) orphaned(ctx context.Context, content *snapv1.VolumeSnapsho
 	}
 	ref := content.Spec.VolumeSnapshotRef
 	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(ref.Namespace, ref.Name), "uid", ref.UID)
-	return workloop.Result{}, c.tearDown(ctx, logger, snapContent{VolumeSnapshotContent: content})
+	return workloop.Result{}, c.tearDown(ctx, logger, snap{c: c}.bindTo(content))
 }
 
 // sweepVanished finds, once the caches have synced, the contents of
