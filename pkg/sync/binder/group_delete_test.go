@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
@@ -73,4 +75,33 @@ func TestGroupMemberCreateFailureIsShown(t *testing.T) {
 		}
 		return h.api.Snapshot(testNS, snapshot.MemberSnapshotName(g.UID, "vol-1")) != nil
 	})
+}
+
+// A member whose owner reference the garbage collector stripped, and whose
+// deletion waits for its group, must hear the group go: it is indexed
+// under the group its status names (found by test/e2e/cluster's
+// TestGarbageCollection/orphan, a member left when its sync came between
+// the group's delete and its release).
+func TestStrippedMemberIsIndexedUnderItsGroup(t *testing.T) {
+	g := testkit.GroupSnapshot("g", testkit.Finalizers(snapshot.FinalizerGroupSnapshotBound))
+	member := testkit.Snapshot(snapshot.MemberSnapshotName(g.UID, "vol-1"), testkit.Deleted(),
+		testkit.Finalizers(snapshot.FinalizerSnapshotBound, snapshot.FinalizerSnapshotInGroup))
+	member.Status = &snapv1.VolumeSnapshotStatus{VolumeGroupSnapshotName: ptr.To("g")}
+	other := testkit.Snapshot("not-a-member")
+	h := newHarnessWith(t, func(c *Config) { c.Groups = true }, []runtime.Object{g, member, other}...)
+
+	objs, err := h.c.snapIndex.ByIndex(indexByGroup, testNS+"/g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].(*snapv1.VolumeSnapshot).Name != member.Name {
+		t.Fatalf("indexed under the group: %v, want only %s", objs, member.Name)
+	}
+	// While the group lives, the member's deletion waits for it.
+	if _, err := h.syncSnapshot(member.Name); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "is a member of group snapshot g") {
+		t.Fatalf("events = %v, want the member's deletion to wait for its group", ev)
+	}
 }

@@ -15,7 +15,7 @@ const (
 	indexByClass   = "class"   // class name, or noClass
 	indexByContent = "content" // content named by a pre-provisioned snapshot
 	indexRestoring = "restore" // on claims: namespace/snapshot they restore from
-	indexByGroup   = "group"   // namespace/group that owns a member snapshot
+	indexByGroup   = "group"   // namespace/group a member snapshot belongs to
 	// indexByVolumeHandle: on volumes, driver/handle of a CSI volume.
 	indexByVolumeHandle = "volumeHandle"
 	// indexByGroupHandle: on group contents, the backend group id.
@@ -44,6 +44,10 @@ var snapshotIndexers = cache.Indexers{
 		}
 		return []string{*vs.Spec.VolumeSnapshotClassName}, nil
 	},
+	// A member is indexed under the group that owns it or, once the
+	// garbage collector stripped that owner reference (a group deleted
+	// with Orphan propagation), the group its status names: a member whose
+	// deletion waits for that group must hear the group go.
 	indexByGroup: func(obj any) ([]string, error) {
 		vs, ok := obj.(*snapv1.VolumeSnapshot)
 		if !ok {
@@ -51,6 +55,9 @@ var snapshotIndexers = cache.Indexers{
 		}
 		if g := snapshot.GroupOwner(vs); g != "" {
 			return []string{objKey(vs.Namespace, g)}, nil
+		}
+		if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil && *vs.Status.VolumeGroupSnapshotName != "" {
+			return []string{objKey(vs.Namespace, *vs.Status.VolumeGroupSnapshotName)}, nil
 		}
 		return nil, nil
 	},
