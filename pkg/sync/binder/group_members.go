@@ -173,11 +173,8 @@ func (c *Controller) volumeByHandle(driver, handle string) *corev1.PersistentVol
 // for a pre-provisioned member whose content carries a backend group id,
 // the group bound to the group content with that id. "" when none.
 func (c *Controller) groupOf(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) string {
-	if g := snapshot.GroupOwner(vs); g != "" {
+	if g, stated := statedGroup(vs); stated {
 		return g
-	}
-	if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
-		return *vs.Status.VolumeGroupSnapshotName
 	}
 	if c.groupContentIndex == nil || content == nil || content.Status == nil || content.Status.VolumeGroupSnapshotHandle == nil {
 		return ""
@@ -192,6 +189,20 @@ func (c *Controller) groupOf(vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSn
 		}
 	}
 	return ""
+}
+
+// statedGroup is the group a snapshot itself names: the owner of a member,
+// else the group its status shows (once the garbage collector stripped the
+// owner reference of a group deleted with Orphan propagation, the status
+// still names it); stated is false when it names none.
+func statedGroup(vs *snapv1.VolumeSnapshot) (name string, stated bool) {
+	if g := snapshot.GroupOwner(vs); g != "" {
+		return g, true
+	}
+	if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil {
+		return *vs.Status.VolumeGroupSnapshotName, true
+	}
+	return "", false
 }
 
 // liveGroup returns the group named name in vs's namespace, or nil.

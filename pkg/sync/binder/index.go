@@ -44,20 +44,17 @@ var snapshotIndexers = cache.Indexers{
 		}
 		return []string{*vs.Spec.VolumeSnapshotClassName}, nil
 	},
-	// A member is indexed under the group that owns it or, once the
-	// garbage collector stripped that owner reference (a group deleted
-	// with Orphan propagation), the group its status names: a member whose
-	// deletion waits for that group must hear the group go.
+	// A member is indexed under the group it names (statedGroup), by
+	// status too: a member whose deletion waits for its group must hear the
+	// group go even after the garbage collector stripped its owner
+	// reference.
 	indexByGroup: func(obj any) ([]string, error) {
 		vs, ok := obj.(*snapv1.VolumeSnapshot)
 		if !ok {
 			return nil, nil
 		}
-		if g := snapshot.GroupOwner(vs); g != "" {
+		if g, _ := statedGroup(vs); g != "" {
 			return []string{objKey(vs.Namespace, g)}, nil
-		}
-		if vs.Status != nil && vs.Status.VolumeGroupSnapshotName != nil && *vs.Status.VolumeGroupSnapshotName != "" {
-			return []string{objKey(vs.Namespace, *vs.Status.VolumeGroupSnapshotName)}, nil
 		}
 		return nil, nil
 	},
