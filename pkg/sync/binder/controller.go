@@ -34,7 +34,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
-	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
 )
@@ -424,9 +423,10 @@ func (c *Controller) enqueueWaitingGroups(namespace string) {
 	}
 }
 
-// enqueueGroupOfMember queues the group that owns the snapshot with key
-// namespace/name, if any: a group being deleted waits for claims that
-// restore from its members.
+// enqueueGroupOfMember queues the group the snapshot with key
+// namespace/name belongs to (statedGroup: by status too, once the garbage
+// collector stripped its owner reference), if any: a group being deleted
+// waits for claims that restore from its members.
 func (c *Controller) enqueueGroupOfMember(key string) {
 	if c.groupLoop == nil {
 		return
@@ -436,7 +436,7 @@ func (c *Controller) enqueueGroupOfMember(key string) {
 		return
 	}
 	if vs, isVS := obj.(*snapv1.VolumeSnapshot); isVS {
-		if g := snapshot.GroupOwner(vs); g != "" {
+		if g, _ := statedGroup(vs); g != "" {
 			c.groupLoop.Add(objKey(vs.Namespace, g))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -103,5 +104,27 @@ func TestStrippedMemberIsIndexedUnderItsGroup(t *testing.T) {
 	}
 	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "is a member of group snapshot g") {
 		t.Fatalf("events = %v, want the member's deletion to wait for its group", ev)
+	}
+}
+
+// A claim that restores from a member whose owner reference the garbage
+// collector stripped wakes the member's group (which waits, being deleted,
+// for claims restoring from its members): the group is the one the
+// member's status names, as in the by-group index.
+func TestClaimOfStrippedMemberQueuesItsGroup(t *testing.T) {
+	member := testkit.Snapshot("member")
+	member.Status = &snapv1.VolumeSnapshotStatus{VolumeGroupSnapshotName: ptr.To("g")}
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "restore", Namespace: testNS},
+		Spec: corev1.PersistentVolumeClaimSpec{DataSource: &corev1.TypedLocalObjectReference{
+			APIGroup: ptr.To(snapshot.GroupName), Kind: snapshot.KindSnapshot, Name: member.Name}},
+	}
+	h := newHarnessWith(t, func(c *Config) { c.Groups = true }, member)
+	if n := h.c.groupLoop.Len(); n != 0 {
+		t.Fatalf("group loop holds %d keys before the claim, want 0 (no group exists)", n)
+	}
+	h.c.onPVC(claim)
+	if n := h.c.groupLoop.Len(); n != 1 {
+		t.Fatalf("group loop holds %d keys after the claim's event, want 1 (%s/g)", n, testNS)
 	}
 }
