@@ -65,7 +65,7 @@ require (
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/fxamacker/cbor/v2 v2.9.2 // indirect
+	github.com/fxamacker/cbor/v2 v2.9.4 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/analysis v1.0.0 // indirect
@@ -201,68 +201,68 @@ require (
 	k8s.io/apimachinery v0.37.2 // indirect
 	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
-	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098 // indirect
+	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
+replace github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.1.0
 
-replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.3
+replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.4
 
-replace github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v1.0.0
+replace github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v1.0.2
 
-replace github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v1.0.0
+replace github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v1.0.3
 
-replace github.com/go-openapi/swag => github.com/go-openapi/swag v0.27.1
+replace github.com/go-openapi/swag => github.com/go-openapi/swag v0.29.2
 
-replace github.com/go-openapi/swag/cmdutils => github.com/go-openapi/swag/cmdutils v0.27.1
+replace github.com/go-openapi/swag/cmdutils => github.com/go-openapi/swag/cmdutils v0.29.2
 
-replace github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.27.1
+replace github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.29.2
 
-replace github.com/go-openapi/swag/fileutils => github.com/go-openapi/swag/fileutils v0.27.1
+replace github.com/go-openapi/swag/fileutils => github.com/go-openapi/swag/fileutils v0.29.2
 
-replace github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.27.1
+replace github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.29.2
 
-replace github.com/go-openapi/swag/loading => github.com/go-openapi/swag/loading v0.27.1
+replace github.com/go-openapi/swag/loading => github.com/go-openapi/swag/loading v0.29.2
 
-replace github.com/go-openapi/swag/mangling => github.com/go-openapi/swag/mangling v0.27.1
+replace github.com/go-openapi/swag/mangling => github.com/go-openapi/swag/mangling v0.29.2
 
-replace github.com/go-openapi/swag/netutils => github.com/go-openapi/swag/netutils v0.27.1
+replace github.com/go-openapi/swag/netutils => github.com/go-openapi/swag/netutils v0.29.2
 
-replace github.com/go-openapi/swag/pools => github.com/go-openapi/swag/pools v0.27.1
+replace github.com/go-openapi/swag/pools => github.com/go-openapi/swag/pools v0.29.2
 
-replace github.com/go-openapi/swag/stringutils => github.com/go-openapi/swag/stringutils v0.27.1
+replace github.com/go-openapi/swag/stringutils => github.com/go-openapi/swag/stringutils v0.29.2
 
-replace github.com/go-openapi/swag/typeutils => github.com/go-openapi/swag/typeutils v0.27.1
+replace github.com/go-openapi/swag/typeutils => github.com/go-openapi/swag/typeutils v0.29.2
 
-replace github.com/go-openapi/swag/yamlutils => github.com/go-openapi/swag/yamlutils v0.27.1
+replace github.com/go-openapi/swag/yamlutils => github.com/go-openapi/swag/yamlutils v0.29.2
 
-replace go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.4
+replace go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.5
 
-replace golang.org/x/crypto => golang.org/x/crypto v0.54.0
+replace golang.org/x/crypto => golang.org/x/crypto v0.57.0
 
-replace golang.org/x/exp => golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f
+replace golang.org/x/exp => golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba
 
-replace golang.org/x/net => golang.org/x/net v0.57.0
+replace golang.org/x/net => golang.org/x/net v0.59.0
 
-replace golang.org/x/oauth2 => golang.org/x/oauth2 v0.36.0
+replace golang.org/x/oauth2 => golang.org/x/oauth2 v0.37.0
 
-replace golang.org/x/sync => golang.org/x/sync v0.22.0
+replace golang.org/x/sync => golang.org/x/sync v0.23.0
 
-replace golang.org/x/sys => golang.org/x/sys v0.47.0
+replace golang.org/x/sys => golang.org/x/sys v0.48.0
 
-replace golang.org/x/term => golang.org/x/term v0.45.0
+replace golang.org/x/term => golang.org/x/term v0.46.0
 
-replace golang.org/x/text => golang.org/x/text v0.40.0
+replace golang.org/x/text => golang.org/x/text v0.42.0
 
-replace golang.org/x/time => golang.org/x/time v0.15.0
+replace golang.org/x/time => golang.org/x/time v0.16.0
 
-replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa
+replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc
 
-replace google.golang.org/grpc => google.golang.org/grpc v1.82.1
+replace google.golang.org/grpc => google.golang.org/grpc v1.84.0
 
-replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.12

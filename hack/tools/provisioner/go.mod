@@ -68,12 +68,13 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.71.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.71.0 // indirect
-	go.opentelemetry.io/otel v1.46.0 // indirect
-	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.46.0 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.46.0 // indirect
-	go.opentelemetry.io/otel/metric v1.46.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.46.0 // indirect
-	go.opentelemetry.io/otel/trace v1.46.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.1 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
@@ -152,114 +153,114 @@ replace (
 	k8s.io/streaming => k8s.io/streaming v0.37.2
 )
 
-replace cel.dev/expr => cel.dev/expr v0.25.2
+replace cel.dev/expr => cel.dev/expr v0.25.3
 
-replace github.com/container-storage-interface/spec => github.com/container-storage-interface/spec v1.12.1-0.20260720052920-cd9e7ad1ae09
+replace github.com/container-storage-interface/spec => github.com/container-storage-interface/spec v1.14.0
 
-replace github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
+replace github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.1.0
 
-replace github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.2
+replace github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.4
 
-replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.3
+replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.4
 
-replace github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v1.0.0
+replace github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v1.0.2
 
-replace github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v1.0.0
+replace github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v1.0.3
 
-replace github.com/go-openapi/swag => github.com/go-openapi/swag v0.27.1
+replace github.com/go-openapi/swag => github.com/go-openapi/swag v0.29.2
 
-replace github.com/go-openapi/swag/cmdutils => github.com/go-openapi/swag/cmdutils v0.27.1
+replace github.com/go-openapi/swag/cmdutils => github.com/go-openapi/swag/cmdutils v0.29.2
 
-replace github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.27.1
+replace github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.29.2
 
-replace github.com/go-openapi/swag/fileutils => github.com/go-openapi/swag/fileutils v0.27.1
+replace github.com/go-openapi/swag/fileutils => github.com/go-openapi/swag/fileutils v0.29.2
 
-replace github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.27.1
+replace github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.29.2
 
-replace github.com/go-openapi/swag/loading => github.com/go-openapi/swag/loading v0.27.1
+replace github.com/go-openapi/swag/loading => github.com/go-openapi/swag/loading v0.29.2
 
-replace github.com/go-openapi/swag/mangling => github.com/go-openapi/swag/mangling v0.27.1
+replace github.com/go-openapi/swag/mangling => github.com/go-openapi/swag/mangling v0.29.2
 
-replace github.com/go-openapi/swag/netutils => github.com/go-openapi/swag/netutils v0.27.1
+replace github.com/go-openapi/swag/netutils => github.com/go-openapi/swag/netutils v0.29.2
 
-replace github.com/go-openapi/swag/pools => github.com/go-openapi/swag/pools v0.27.1
+replace github.com/go-openapi/swag/pools => github.com/go-openapi/swag/pools v0.29.2
 
-replace github.com/go-openapi/swag/stringutils => github.com/go-openapi/swag/stringutils v0.27.1
+replace github.com/go-openapi/swag/stringutils => github.com/go-openapi/swag/stringutils v0.29.2
 
-replace github.com/go-openapi/swag/typeutils => github.com/go-openapi/swag/typeutils v0.27.1
+replace github.com/go-openapi/swag/typeutils => github.com/go-openapi/swag/typeutils v0.29.2
 
-replace github.com/go-openapi/swag/yamlutils => github.com/go-openapi/swag/yamlutils v0.27.1
+replace github.com/go-openapi/swag/yamlutils => github.com/go-openapi/swag/yamlutils v0.29.2
 
 replace github.com/google/cel-go => github.com/google/cel-go v0.29.2
 
-replace github.com/grpc-ecosystem/go-grpc-middleware/v2 => github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3
+replace github.com/grpc-ecosystem/go-grpc-middleware/v2 => github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 
-replace github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0
+replace github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.31.0
 
-replace github.com/kubernetes-csi/csi-lib-utils => github.com/kubernetes-csi/csi-lib-utils v0.24.0
+replace github.com/kubernetes-csi/csi-lib-utils => github.com/kubernetes-csi/csi-lib-utils v0.25.0
 
-replace github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.24.0
+replace github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.24.1
 
-replace github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.2
+replace github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.3
 
-replace github.com/prometheus/common => github.com/prometheus/common v0.70.0
+replace github.com/prometheus/common => github.com/prometheus/common v0.72.0
 
-replace github.com/prometheus/procfs => github.com/prometheus/procfs v0.21.1
+replace github.com/prometheus/procfs => github.com/prometheus/procfs v0.22.0
 
-replace go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.7.0
+replace go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.7.2
 
-replace go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.7.0
+replace go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.7.2
 
-replace go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.7.0
+replace go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.7.2
 
-replace go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.68.0
+replace go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
 
-replace go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.69.0
+replace go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.71.0
 
-replace go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.44.0
+replace go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.47.0
 
-replace go.opentelemetry.io/otel/exporters/otlp/otlptrace => go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.44.0
+replace go.opentelemetry.io/otel/exporters/otlp/otlptrace => go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0
 
-replace go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc => go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.44.0
+replace go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc => go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
 
-replace go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.44.0
+replace go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.47.0
 
-replace go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.44.0
+replace go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.47.0
 
-replace go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.44.0
+replace go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.47.0
 
-replace go.opentelemetry.io/proto/otlp => go.opentelemetry.io/proto/otlp v1.10.0
+replace go.opentelemetry.io/proto/otlp => go.opentelemetry.io/proto/otlp v1.11.0
 
-replace go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.4
+replace go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.5
 
-replace golang.org/x/crypto => golang.org/x/crypto v0.54.0
+replace golang.org/x/crypto => golang.org/x/crypto v0.57.0
 
-replace golang.org/x/exp => golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f
+replace golang.org/x/exp => golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba
 
-replace golang.org/x/net => golang.org/x/net v0.57.0
+replace golang.org/x/net => golang.org/x/net v0.59.0
 
-replace golang.org/x/oauth2 => golang.org/x/oauth2 v0.36.0
+replace golang.org/x/oauth2 => golang.org/x/oauth2 v0.37.0
 
-replace golang.org/x/sync => golang.org/x/sync v0.22.0
+replace golang.org/x/sync => golang.org/x/sync v0.23.0
 
-replace golang.org/x/sys => golang.org/x/sys v0.47.0
+replace golang.org/x/sys => golang.org/x/sys v0.48.0
 
-replace golang.org/x/term => golang.org/x/term v0.45.0
+replace golang.org/x/term => golang.org/x/term v0.46.0
 
-replace golang.org/x/text => golang.org/x/text v0.40.0
+replace golang.org/x/text => golang.org/x/text v0.42.0
 
-replace golang.org/x/time => golang.org/x/time v0.15.0
+replace golang.org/x/time => golang.org/x/time v0.16.0
 
-replace google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa
+replace google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc
 
-replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa
+replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc
 
-replace google.golang.org/grpc => google.golang.org/grpc v1.82.1
+replace google.golang.org/grpc => google.golang.org/grpc v1.84.0
 
-replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.12
 
-replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
+replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098
 
-replace k8s.io/utils => k8s.io/utils v0.0.0-20260626114624-be93311217bd
+replace k8s.io/utils => k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 
 replace sigs.k8s.io/apiserver-network-proxy/konnectivity-client => sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0
