@@ -22,7 +22,7 @@ func main() {
 	o.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if o.ShowVersion {
-		fmt.Println(version.Version)
+		fmt.Println(version.String())
 		return
 	}
 	o.Complete(fs, os.Getenv)

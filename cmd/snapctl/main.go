@@ -84,7 +84,7 @@ func run(prog string, args []string, stdout, stderr io.Writer) int {
 	}
 	switch verb {
 	case "--version", "-version", "version":
-		fmt.Fprintln(stdout, prog, version.Version)
+		fmt.Fprintln(stdout, prog, version.String())
 		return 0
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage(prog))

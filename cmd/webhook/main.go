@@ -22,7 +22,7 @@ func main() {
 	o.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	if o.ShowVersion {
-		fmt.Println("snapkeeper-webhook", version.Version)
+		fmt.Println("snapkeeper-webhook", version.String())
 		return
 	}
 	if err := o.Validate(); err != nil {

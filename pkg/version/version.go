@@ -4,7 +4,11 @@
 // full commit.
 package version
 
-import "runtime/debug"
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
 
 // Version is the release of this build.
 var Version = "dev"
@@ -27,4 +31,16 @@ func GetRevision() string {
 		}
 	}
 	return "unknown"
+}
+
+// String is what --version prints after the program's name (the
+// controller prints it alone): the version first, as before, then the
+// commit and the Go release the binary was built with, the one release.mk
+// pins for a release (docs/releases.md, "The Go toolchain"):
+//
+//	v1.2.0 (revision 0123abc..., go1.27.3)
+//
+// A reader that wants the version alone takes the first field.
+func String() string {
+	return fmt.Sprintf("%s (revision %s, %s)", Version, GetRevision(), runtime.Version())
 }

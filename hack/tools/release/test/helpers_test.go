@@ -72,10 +72,11 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	return strings.TrimSpace(out.String())
 }
 
-// release is what the test expects of this commit.
+// release is what the test expects of this commit; goToolchain is the Go
+// release.mk builds it with (RELEASE_GO_TOOLCHAIN).
 type release struct {
-	root, version, revision, imageTag, chartVersion string
-	created                                         time.Time
+	root, version, revision, imageTag, chartVersion, goToolchain string
+	created                                                      time.Time
 }
 
 func expected(t *testing.T) release {
@@ -90,6 +91,7 @@ func expected(t *testing.T) release {
 	r.created = time.Unix(epoch, 0).UTC()
 	r.imageTag = strings.ReplaceAll(r.version, "+", "_")
 	r.chartVersion = strings.TrimPrefix(r.version, "v")
+	r.goToolchain = releaseGo(t, root)
 	return r
 }
 

@@ -150,7 +150,5 @@ func runPlugin(t *testing.T, r release, bin []byte) {
 	if got := run(t, dir, nil, p, "--help"); !strings.HasPrefix(got, "usage: kubectl snapkeeper validate") {
 		t.Errorf("kubectl-snapkeeper --help:\n%s", got)
 	}
-	if got, want := run(t, dir, nil, p, "--version"), "kubectl snapkeeper "+r.version; got != want {
-		t.Errorf("kubectl-snapkeeper --version: %q, want %q", got, want)
-	}
+	checkVersionLine(t, r, "kubectl-snapkeeper", "kubectl snapkeeper ", run(t, dir, nil, p, "--version"))
 }

@@ -18,8 +18,9 @@ import (
 )
 
 // TestImageThroughRegistry pushes the image index to a registry, pulls it
-// back and checks each platform's config, then runs the binaries of the
-// host's platform with --version.
+// back and checks each platform's config and its binaries' build info (the
+// release's Go), then runs the binaries of the host's platform with
+// --version.
 func TestImageThroughRegistry(t *testing.T) {
 	r := expected(t)
 	local, dir := imageIndex(t, r)
@@ -66,8 +67,12 @@ func TestImageThroughRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkConfig(t, r, img, m.Platform.Architecture)
+		files := imageFiles(t, img)
+		for _, bin := range imageBinaries {
+			checkBuildInfo(t, r, "linux/"+m.Platform.Architecture+" image: "+bin, files["usr/local/bin/"+bin], "linux", m.Platform.Architecture)
+		}
 		if m.Platform.Architecture == runtime.GOARCH {
-			checkBinaries(t, r, img)
+			checkBinaries(t, r, files)
 		}
 	}
 	if !slices.Equal(archs, []string{"amd64", "arm64"}) {
@@ -107,13 +112,24 @@ func checkConfig(t *testing.T, r release, img v1.Image, arch string) {
 	}
 }
 
-// checkBinaries extracts the image's files, checks the users and the CA
-// bundle, and runs the three binaries with --version (snapctl is the
-// chart's helm test: TestChartTestPodRunsTheReleasedImage).
-func checkBinaries(t *testing.T, r release, img v1.Image) {
+// imageBinaries are the binaries in the image's /usr/local/bin.
+var imageBinaries = []string{"snapkeeper-controller", "snapkeeper-webhook", "snapctl"}
+
+// imageFiles extracts the files of the image checkBinaries looks at.
+func imageFiles(t *testing.T, img v1.Image) map[string][]byte {
 	t.Helper()
-	files := extract(t, img, "etc/passwd", "etc/ssl/certs/ca-certificates.crt",
-		"usr/local/bin/snapkeeper-controller", "usr/local/bin/snapkeeper-webhook", "usr/local/bin/snapctl")
+	paths := []string{"etc/passwd", "etc/ssl/certs/ca-certificates.crt"}
+	for _, bin := range imageBinaries {
+		paths = append(paths, "usr/local/bin/"+bin)
+	}
+	return extract(t, img, paths...)
+}
+
+// checkBinaries checks the users and the CA bundle among the image's files,
+// and runs the three binaries with --version (snapctl is the chart's helm
+// test: TestChartTestPodRunsTheReleasedImage).
+func checkBinaries(t *testing.T, r release, files map[string][]byte) {
+	t.Helper()
 	if !strings.Contains(string(files["etc/passwd"]), "nonroot:x:65532:65532:") ||
 		!strings.HasPrefix(string(files["etc/passwd"]), "root:x:0:0:") {
 		t.Errorf("etc/passwd:\n%s", files["etc/passwd"])
@@ -122,18 +138,16 @@ func checkBinaries(t *testing.T, r release, img v1.Image) {
 		t.Error("no CA certificates")
 	}
 	dir := t.TempDir()
-	for bin, want := range map[string]string{
-		"snapkeeper-controller": r.version,
-		"snapkeeper-webhook":    "snapkeeper-webhook " + r.version,
-		"snapctl":               "snapctl " + r.version,
+	for bin, prefix := range map[string]string{
+		"snapkeeper-controller": "",
+		"snapkeeper-webhook":    "snapkeeper-webhook ",
+		"snapctl":               "snapctl ",
 	} {
 		p := filepath.Join(dir, bin)
 		if err := os.WriteFile(p, files["usr/local/bin/"+bin], 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if got := run(t, dir, nil, p, "--version"); got != want {
-			t.Errorf("%s --version: %q, want %q", bin, got, want)
-		}
+		checkVersionLine(t, r, bin, prefix, run(t, dir, nil, p, "--version"))
 	}
 }
 
