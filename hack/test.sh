@@ -70,6 +70,8 @@ step tools "$make" --no-print-directory bin/snapshot-controller tools || { echo 
 # Before the e2e tests: it rewrites the chart's CRD files, which they read.
 step check-crds "$make" --no-print-directory check-crds || failed+=(check-crds)
 step check-mods "$make" --no-print-directory check-mods || failed+=(check-mods)
+# What the community release (hack/tools/peers/go.mod) declares against ours.
+step check-drift "$make" --no-print-directory check-drift || failed+=(check-drift)
 
 # 2. End-to-end tests, in the background.
 export SNAPKEEPER_OWN_BINARIES=$PWD/bin/own
