@@ -64,16 +64,22 @@ func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Re
 	return o.withLeaderElection(ctx, cl.kube, BinderLease, h, untilDone(b.Run))
 }
 
-// groupsOn reports whether group snapshots run: the feature gate is on and
-// their CRDs are served. Each "no" is logged once with its reason.
+// groupsOn reports whether group snapshots run: the feature gate is on (the
+// default) and their CRDs are served. Each "no" is logged once with its
+// reason; CRDs missing while the gate is on is a warning, as the community
+// binaries give one, and the process runs on without groups.
 func (o *Options) groupsOn(ctx context.Context, served bool) bool {
 	logger := klog.FromContext(ctx)
 	switch {
 	case !o.GroupSnapshots():
-		logger.Info("Volume group snapshots are off (--feature-gates=" + FeatureGroupSnapshots + "=true turns them on)")
+		logger.Info("Volume group snapshots are off (--feature-gates=" + FeatureGroupSnapshots + "=false)")
 		return false
 	case !served:
-		logger.Info("Volume group snapshots are off: the groupsnapshot.storage.k8s.io/v1 CRDs are not served")
+		check := "restart the controller once they are installed"
+		if o.GroupCRDCheckInterval > 0 {
+			check = "the controller checks every " + o.GroupCRDCheckInterval.String() + " (--group-crd-check-interval) and restarts itself once they are served"
+		}
+		klog.Warningf("Volume group snapshot CRDs (%s) are not served: running without volume group snapshots; install them (charts/snapkeeper/files/crds) to serve VolumeGroupSnapshots: %s", groupVersion, check)
 		return false
 	}
 	return true

@@ -34,7 +34,7 @@ func waitForCRDs(ctx context.Context, dc discovery.DiscoveryInterface, intervalM
 		delay = min(delay*2, intervalMax)
 	}
 	if _, gerr := dc.ServerResourcesForGroupVersion(groupVersion); gerr != nil {
-		logger.Info("Group snapshot CRDs are not served: running without volume group snapshots", "err", gerr)
+		logger.V(2).Info("Group snapshot CRDs are not served", "err", gerr)
 		return false, nil
 	}
 	return true, nil

@@ -7,9 +7,10 @@ import (
 )
 
 // Feature gates of the community components (--feature-gates), with their
-// community defaults.
+// community defaults (gates below).
 const (
-	// FeatureGroupSnapshots turns on volume group snapshots (beta).
+	// FeatureGroupSnapshots serves volume group snapshots: GA and on by
+	// default since v8.7.0; =false still turns them off.
 	FeatureGroupSnapshots = "CSIVolumeGroupSnapshot"
 	// FeatureReleaseLeaseOnExit is accepted; our leader election always
 	// releases its Lease on a clean exit.
@@ -20,9 +21,23 @@ const (
 	featureAllAlpha = "AllAlpha"
 )
 
+// gate is one feature gate we act on: its stage and its default, as the
+// community release declares them (hack/drift compares the two).
+type gate struct {
+	Stage   string // "Alpha", "Beta" or "GA"
+	Default bool
+}
+
+// gates are the feature gates of the community binaries that this one acts
+// on or accepts by name.
+var gates = map[string]gate{
+	FeatureGroupSnapshots:     {Stage: "GA", Default: true},
+	FeatureReleaseLeaseOnExit: {Stage: "Alpha", Default: false},
+}
+
 // inheritedGates are the gates the community binaries know through the
 // Kubernetes libraries they link (k8s.io/apiserver and component-base: the
-// v8.6.0 release links v0.36, our test peers v0.37; this is both sets, as
+// v8.6.0 release links v0.36, v8.7.0 v0.37; this is both sets, as
 // their --help lists them). They change nothing here; they are accepted so
 // that a deployment that sets one does not stop us, where the community
 // binary would run.
@@ -53,8 +68,10 @@ var inheritedGates = []string{
 // components an unknown gate or a value that is not a bool is an error, and
 // AllBeta=true turns on the beta gates not set by name.
 func parseFeatureGates(s string) (map[string]bool, error) {
-	known := map[string]bool{FeatureGroupSnapshots: true, FeatureReleaseLeaseOnExit: true,
-		featureAllBeta: true, featureAllAlpha: true}
+	known := map[string]bool{featureAllBeta: true, featureAllAlpha: true}
+	for g := range gates {
+		known[g] = true
+	}
 	for _, g := range inheritedGates {
 		known[g] = true
 	}
@@ -78,7 +95,15 @@ func parseFeatureGates(s string) (map[string]bool, error) {
 		}
 		set[k] = b
 	}
-	out := map[string]bool{FeatureGroupSnapshots: set[featureAllBeta], FeatureReleaseLeaseOnExit: set[featureAllAlpha]}
+	// A gate not set by name takes its default, or AllAlpha/AllBeta for
+	// its stage; a GA gate takes only its default.
+	out := map[string]bool{}
+	for name, g := range gates {
+		out[name] = g.Default
+		if v, ok := set["All"+g.Stage]; ok && g.Stage != "GA" {
+			out[name] = v
+		}
+	}
 	for k, v := range set {
 		out[k] = v
 	}

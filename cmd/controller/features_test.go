@@ -8,13 +8,15 @@ func TestParseFeatureGates(t *testing.T) {
 		groups bool
 		err    bool
 	}{
-		{in: "", groups: false},
+		// GA and on by default since v8.7.0: only the gate by name turns it off.
+		{in: "", groups: true},
 		{in: "CSIVolumeGroupSnapshot=true", groups: true},
+		{in: "CSIVolumeGroupSnapshot=false", groups: false},
 		{in: " CSIVolumeGroupSnapshot = True ,ReleaseLeaderElectionOnExit=false", groups: true},
-		{in: "AllBeta=true", groups: true},
+		{in: "AllBeta=false", groups: true},
 		{in: "AllBeta=true,CSIVolumeGroupSnapshot=false", groups: false},
-		{in: "AllAlpha=true", groups: false},
-		{in: "WatchListCompression=true,ConsistentListFromCache=false", groups: false},
+		{in: "AllAlpha=false", groups: true},
+		{in: "WatchListCompression=true,ConsistentListFromCache=false", groups: true},
 		{in: "Foo=true", err: true},
 		{in: "CSIVolumeGroupSnapshot=maybe", err: true},
 		{in: "CSIVolumeGroupSnapshot", err: true},

@@ -144,7 +144,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port of /healthz, /readyz, /healthz/leader-election and metrics; empty disables.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "Deprecated alias of --http-endpoint.")
 	fs.StringVar(&o.MetricsPath, "metrics-path", o.MetricsPath, "Path of the Prometheus metrics.")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates, key=bool,...: CSIVolumeGroupSnapshot (default false) turns on volume group snapshots when their CRDs are served; ReleaseLeaderElectionOnExit is accepted.")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates, key=bool,...: CSIVolumeGroupSnapshot (GA, default true) serves volume group snapshots when their CRDs are served, =false turns them off; ReleaseLeaderElectionOnExit is accepted.")
 	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
 	fs.Var(&o.Automaxprocs, "automaxprocs", "Set GOMAXPROCS from the container's CPU quota. Accepted for compatibility: the Go runtime already does so (and follows later limit changes), with or without this flag.")
@@ -154,7 +154,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.SourceVolumeMode, "set-source-volume-mode", o.SourceVolumeMode, "Record the source volume's mode on dynamic contents (needs --prevent-volume-mode-conversion, default true).")
 	fs.DurationVar(&o.RetryCRDIntervalMax, "retry-crd-interval-max", o.RetryCRDIntervalMax, "Longest wait between checks for the snapshot CRDs at start-up.")
 	fs.DurationVar(&o.CRDWaitTimeout, "crd-wait-timeout", o.CRDWaitTimeout, "Give up (exit) when the snapshot CRDs are not served within this time.")
-	fs.DurationVar(&o.GroupCRDCheckInterval, "group-crd-check-interval", o.GroupCRDCheckInterval, "With group snapshots on (--feature-gates=CSIVolumeGroupSnapshot=true) but their CRDs not served at start-up, check this often and exit once they are, so the restart serves them; 0 never checks.")
+	fs.DurationVar(&o.GroupCRDCheckInterval, "group-crd-check-interval", o.GroupCRDCheckInterval, "With group snapshots on (the default; --feature-gates=CSIVolumeGroupSnapshot=false turns them off) but their CRDs not served at start-up, check this often and exit once they are, so the restart serves them; 0 never checks.")
 	fs.DurationVar(&o.NoCSISideAfter, "no-csi-side-after", o.NoCSISideAfter, "Report on a VolumeSnapshot (status error and event) that no CSI side runs for its driver when its content waits this long and no CSI side Lease of the driver is fresh; 0 turns the report off.")
 
 	fs.StringVar(&o.CSIAddress, "csi-address", "", "Unix socket of the CSI driver (unix:// optional); enables the CSI side. Default with the CSI side: "+DefaultCSIAddress+".")

@@ -46,7 +46,7 @@ func (w *world) group(g *groupv1.VolumeGroupSnapshot) (Finding, bool) {
 		f.Fix = "create it, or name an existing class (kubectl get volumegroupsnapshotclass) in a new VolumeGroupSnapshot"
 	case c == nil && untouched(g, w.in.Now):
 		f.Code, f.Reason = GroupsNotServed, fmt.Sprintf("no binder has acted on it in %s: no status, finalizer or content", w.in.Now.Sub(g.CreationTimestamp.Time).Round(time.Second))
-		f.Fix = "run the controller with --feature-gates=CSIVolumeGroupSnapshot=true (chart: groupSnapshots: true); one that started before the group CRDs were installed exits within --group-crd-check-interval (1m) and its restart serves them, or restart it now (kubectl rollout restart)"
+		f.Fix = "run the controller without --feature-gates=CSIVolumeGroupSnapshot=false (group snapshots are on by default; chart: groupSnapshots: true); one that started before the group CRDs were installed exits within --group-crd-check-interval (1m) and its restart serves them, or restart it now (kubectl rollout restart)"
 	case deleting:
 		f.Code, f.Reason = DeletionHeld, fmt.Sprintf("deletion held by finalizers %s", strings.Join(g.Finalizers, ", "))
 		f.Fix = "the binder removes them once the group's content and member snapshots are gone; see their lines"

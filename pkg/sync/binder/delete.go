@@ -71,7 +71,15 @@ func (c *Controller) tearDownAll(ctx context.Context, s *scope) (*boundContent, 
 		return content, true, nil // our mark is on its way back as an event
 	}
 	if content != nil {
-		if err := c.tearDown(ctx, klog.FromContext(ctx), content); err != nil {
+		err := c.tearDown(ctx, klog.FromContext(ctx), content)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Gone between the cache's copy and our write (its finalizer
+			// removed by its CSI side, or by hand): nothing is left to mark,
+			// delete or wait for, and it is not an error (as in v8.7.0).
+			klog.FromContext(ctx).V(2).Info("The content of a deleted "+s.names.subject+" is already gone", "content", content.obj.GetName())
+			content = nil
+		case err != nil:
 			return content, false, err
 		}
 	}
@@ -97,6 +105,7 @@ func hasAnyFinalizer(obj object, fs []string) bool {
 // tearDown puts the being-deleted mark on the content of a deleted
 // snapshot or group, whatever its policy, and deletes a Delete content: the
 // CSI side then removes its backend snapshot (or group) and its finalizer.
+// A NotFound from either write says the content is gone already.
 func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content *boundContent) error {
 	obj := content.obj
 	mark := &writer.Patch{}
@@ -109,7 +118,7 @@ func (c *Controller) tearDown(ctx context.Context, logger klog.Logger, content *
 	if !deletes(content) || obj.GetDeletionTimestamp() != nil || c.lag.DeleteSent(obj.GetUID()) {
 		return nil
 	}
-	if err := content.delete(ctx, c.cfg.Writer); err != nil && !apierrors.IsNotFound(err) {
+	if err := content.delete(ctx, c.cfg.Writer); err != nil {
 		return err
 	}
 	logger.V(2).Info("Deleted the content of a deleted snapshot", "content", obj.GetName())

@@ -13,7 +13,7 @@ import (
 	"github.com/snapkeeper/snapkeeper/pkg/sync/testkit"
 )
 
-// Behaviours that must match the community snapshot-controller v8.6.0
+// Behaviours that must match the community snapshot-controller (v8.7.0)
 // (docs/contract.md, docs/compatibility.md).
 
 func TestBoundSnapshotNamesItsContentBeforeTheCSISideReports(t *testing.T) {

@@ -130,7 +130,10 @@ func (c *Controller) orphaned(ctx context.Context, content *snapv1.VolumeSnapsho
 	}
 	ref := content.Spec.VolumeSnapshotRef
 	logger := klog.FromContext(ctx).WithValues("snapshot", objKey(ref.Namespace, ref.Name), "uid", ref.UID)
-	return workloop.Result{}, c.tearDown(ctx, logger, snap{c: c}.bindTo(content))
+	if err := c.tearDown(ctx, logger, snap{c: c}.bindTo(content)); err != nil && !apierrors.IsNotFound(err) {
+		return workloop.Result{}, err
+	}
+	return workloop.Result{}, nil // gone already: nothing left to tear down
 }
 
 // sweepVanished finds, once the caches have synced, the contents of

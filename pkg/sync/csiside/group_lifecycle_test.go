@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,5 +98,74 @@ func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
 	h.syncGroup("gc1")
 	if h.api.GroupContent("gc1") != nil {
 		t.Error("the group content must be gone once its finalizer is released")
+	}
+}
+
+// A cut group the driver reports not ready is polled again with a
+// per-content backoff that doubles up to the retry maximum, and the events
+// of our own status writes, coming back within the delay, call nothing and
+// leave the delay as it is (what v8.7.0's sidecar fixed: its requeue of a
+// not-ready group content, reset by its own updates).
+func TestGroupNotReadyPollsWithBackoffOwnWritesKeepIt(t *testing.T) {
+	class := testkit.GroupClass("groups")
+	content := testkit.GroupContent("gc1", testkit.Finalizers(), testkit.ClassName("groups"),
+		testkit.RefTo("ns", "g1", testUID), testkit.Volumes("vol-1", "vol-2"))
+	h := newGroupHarness(t, class, content)
+	req := csi.CreateGroupRequest{Name: "groupsnapshot-" + string(testUID), SourceVolumeIDs: []string{"vol-1", "vol-2"}}
+	group := func(ready bool) *csi.GroupSnapshot {
+		return &csi.GroupSnapshot{ID: "group-1", ReadyToUse: ready, Snapshots: []*csi.Snapshot{
+			{ID: "s1", SourceVolumeID: "vol-1", ReadyToUse: ready}, {ID: "s2", SourceVolumeID: "vol-2", ReadyToUse: ready}}}
+	}
+	sync := func() time.Duration {
+		t.Helper()
+		h.refresh()
+		res, err := h.ctrl.syncGroupContent(h.ctx, "gc1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.RequeueAfter
+	}
+	h.driver.script(createGroupCall(req, group(false), nil))
+	if d := sync(); d != minPollStart {
+		t.Fatalf("the cut requeues after %v, want %v", d, minPollStart)
+	}
+	if st := h.api.GroupContent("gc1").Status; st == nil || ptr.Deref(st.ReadyToUse, true) {
+		t.Fatalf("status after a not-ready cut = %+v", st)
+	}
+	h.writes()
+	// Our own writes come back as update events: no call (the driver
+	// fails the test on an unscripted one), the remaining delay.
+	for range 3 {
+		if d := sync(); d != minPollStart {
+			t.Fatalf("an event within the delay requeues after %v, want %v", d, minPollStart)
+		}
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
+	wait := minPollStart
+	for i, w := range want {
+		h.now = h.now.Add(wait)
+		h.driver.script(createGroupCall(req, group(false), nil))
+		if d := sync(); d != w {
+			t.Fatalf("poll %d requeues after %v, want %v", i+1, d, w)
+		}
+		h.now = h.now.Add(w / 2)
+		if d := sync(); d != w/2 {
+			t.Fatalf("an event halfway through poll %d's delay requeues after %v, want %v", i+1, d, w/2)
+		}
+		wait = w / 2
+	}
+	if w := h.writes(); len(w) != 0 {
+		t.Errorf("unchanged polls wrote %v", w)
+	}
+	h.now = h.now.Add(wait)
+	h.driver.script(createGroupCall(req, group(true), nil))
+	if d := sync(); d != 0 {
+		t.Fatalf("the ready poll requeues after %v, want done", d)
+	}
+	if st := h.api.GroupContent("gc1").Status; st == nil || !ptr.Deref(st.ReadyToUse, false) {
+		t.Errorf("status after the ready poll = %+v", st)
+	}
+	if n := h.ctrl.polls.len(); n != 0 {
+		t.Errorf("%d poll states remain after ready", n)
 	}
 }
