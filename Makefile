@@ -23,8 +23,13 @@ KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubect
 TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix $(PROM_TOOLS)
 
 PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
+# The community release every suite runs next to ours: the one place that
+# names it is hack/tools/peers/go.mod (test/framework.CommunityVersion reads
+# it too); docs/testing.md, "When the community releases".
+COMMUNITY_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/kubernetes-csi/external-snapshotter/v8" {print $$3}' hack/tools/peers/go.mod)
 
-.PHONY: node-tools node-images test-node check-mods test-backup test-gitops
+.PHONY: node-tools node-images test-node check-mods check-drift test-backup test-gitops
+.PHONY: test-migration-previous
 .PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
 all: build
@@ -136,6 +141,12 @@ e2e: tools $(PEERS) own-binaries
 check-mods:
 	$(GO) run ./hack/alignmods
 
+# What the community release of hack/tools/peers/go.mod declares (feature
+# gates, flags, CRDs, RBAC) against ours; each intended difference is listed
+# with its reason in hack/drift/known.yaml (docs/testing.md).
+check-drift:
+	$(GO) run ./hack/drift
+
 # Our commands for the e2e packages, linked once instead of once per test
 # process (test/framework OwnBinary, $$SNAPKEEPER_OWN_BINARIES).
 own-binaries:
@@ -180,11 +191,33 @@ run: tools
 	$(GO) build -o $(ABS_BIN)/snapkeeper-run ./hack/run
 	$(ABS_BIN)/snapkeeper-run
 
-# The community pair the benchmark runs next to ours (external-snapshotter
-# v8.6.0, k8s.io modules aligned to v0.37.2): one `go build` for both.
+# The community pair the suites run next to ours (external-snapshotter
+# $(COMMUNITY_VERSION), k8s.io modules aligned to v0.37.2): one `go build` for both.
 $(PEERS) &: hack/tools/peers/go.mod hack/tools/peers/go.sum
-	cd hack/tools/peers && $(GO) build -o $(ABS_BIN)/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
+	cd hack/tools/peers && $(GO) build -ldflags "-X main.version=$(COMMUNITY_VERSION)" -o $(ABS_BIN)/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
 	touch $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
+
+# The community release before COMMUNITY_VERSION, which clusters moving to
+# us may still run (its group snapshot gate was beta and off by default),
+# pinned in hack/tools/peers-previous (not part of `make test`, nor of
+# hack/alignmods): its pair as bin/<name>-$(PREVIOUS_COMMUNITY_VERSION), one
+# `go build` into a scratch directory, then renamed.
+PREVIOUS_COMMUNITY_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/kubernetes-csi/external-snapshotter/v8" {print $$3}' hack/tools/peers-previous/go.mod)
+PREVIOUS_PEERS := $(BIN)/snapshot-controller-$(PREVIOUS_COMMUNITY_VERSION) $(BIN)/csi-snapshotter-$(PREVIOUS_COMMUNITY_VERSION)
+$(PREVIOUS_PEERS) &: hack/tools/peers-previous/go.mod hack/tools/peers-previous/go.sum
+	mkdir -p $(ABS_BIN)
+	tmp=$$(mktemp -d $(ABS_BIN)/.peers-previous.XXXXXX) && trap 'rm -rf $$tmp' EXIT && \
+	cd hack/tools/peers-previous && $(GO) build -ldflags "-X main.version=$(PREVIOUS_COMMUNITY_VERSION)" -o $$tmp/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter && \
+	mv $$tmp/snapshot-controller $(ABS_BIN)/snapshot-controller-$(PREVIOUS_COMMUNITY_VERSION) && \
+	mv $$tmp/csi-snapshotter $(ABS_BIN)/csi-snapshotter-$(PREVIOUS_COMMUNITY_VERSION)
+	touch $(PREVIOUS_PEERS)
+
+# test/e2e/migration against that release instead of COMMUNITY_VERSION
+# (SNAPKEEPER_COMMUNITY=previous: test/framework picks the binaries and
+# CommunityVersion); `make test` and `make e2e` run it against
+# COMMUNITY_VERSION. docs/migration.md. MIGRATION_ARGS adds `go test` flags.
+test-migration-previous: tools $(PREVIOUS_PEERS) own-binaries
+	SNAPKEEPER_COMMUNITY=previous SNAPKEEPER_REQUIRE_MOCK_CSI=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(MIGRATION_ARGS) ./test/e2e/migration
 
 # Side-by-side benchmark (docs/benchmarks.md) on a production-like control
 # plane: etcd syncs every write, kube-apiserver keeps its default APF and
@@ -263,7 +296,7 @@ $(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/mock-csi-driver $(NOD
 $(NODE_STATIC)/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
 	cd hack/tools/provisioner && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v6.4.0" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
 $(NODE_STATIC)/snapshot-controller $(NODE_STATIC)/csi-snapshotter &: hack/tools/peers/go.mod hack/tools/peers/go.sum
-	cd hack/tools/peers && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v8.6.0" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
+	cd hack/tools/peers && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(COMMUNITY_VERSION)" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
 $(NODE_IMAGES)/pause.tar: $(NODE_STATIC)/pause $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/pause:1 -file $<:/pause -out $@
 $(NODE_IMAGES)/podtool.tar: $(NODE_STATIC)/podtool $(RELEASE_TOOL)
@@ -273,9 +306,9 @@ $(NODE_IMAGES)/mock-csi-driver.tar: $(NODE_STATIC)/mock-csi-driver $(RELEASE_TOO
 $(NODE_IMAGES)/csi-provisioner.tar: $(NODE_STATIC)/csi-provisioner $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-provisioner:v6.4.0 -file $<:/csi-provisioner -out $@
 $(NODE_IMAGES)/snapshot-controller.tar: $(NODE_STATIC)/snapshot-controller $(RELEASE_TOOL)
-	$(RELEASE_TOOL) pack -name snapkeeper.local/snapshot-controller:v8.6.0 -file $<:/snapshot-controller -out $@
+	$(RELEASE_TOOL) pack -name snapkeeper.local/snapshot-controller:$(COMMUNITY_VERSION) -file $<:/snapshot-controller -out $@
 $(NODE_IMAGES)/csi-snapshotter.tar: $(NODE_STATIC)/csi-snapshotter $(RELEASE_TOOL)
-	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-snapshotter:v8.6.0 -file $<:/csi-snapshotter -out $@
+	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-snapshotter:$(COMMUNITY_VERSION) -file $<:/csi-snapshotter -out $@
 # The e2e suite's images under the names it asks for (e2e.test
 # -storage-images), already present so that nothing is pulled.
 $(NODE_IMAGES)/e2e-busybox.tar: $(NODE_STATIC)/busybox $(BIN)/e2e.test $(RELEASE_TOOL)

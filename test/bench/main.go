@@ -1,5 +1,5 @@
 // Command bench runs snapkeeper and the community snapshot controllers
-// (external-snapshotter v8.6.0) through the same scenario on a real local
+// (external-snapshotter at framework.CommunityVersion) through the same scenario on a real local
 // control plane with the mock CSI driver, and writes the side-by-side figures
 // to docs/benchmarks.md:
 //

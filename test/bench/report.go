@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
 type report struct {
@@ -137,7 +139,7 @@ func (r *report) markdown() string {
 	r.groupSection(&b)
 	r.admissionSection(&b)
 	b.WriteString(costModel)
-	b.WriteString(method)
+	b.WriteString(strings.ReplaceAll(method, "COMMUNITY_VERSION", framework.CommunityVersion()))
 	return b.String()
 }
 

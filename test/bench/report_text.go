@@ -89,7 +89,7 @@ const method = `## How it is measured
   writes/s is the physical limit of this API server on this machine. The same is then done with
   VolumeSnapshots in a namespace of their own (deleted again before any controller starts), the price of
   a write to a snapshot CRD.
-- The community pair is external-snapshotter v8.6.0 (snapshot-controller and csi-snapshotter), built from
+- The community pair is external-snapshotter COMMUNITY_VERSION (snapshot-controller and csi-snapshotter), built from
   its Go module in ` + "`hack/tools/peers`" + ` with every k8s.io module at v0.37.2, started with ` + "`--kubeconfig`" + `,
   ` + "`--http-endpoint`" + `, ` + "`--leader-election=false`" + ` (and ` + "`--csi-address`" + ` for the sidecar): at its
   defaults (QPS 5, burst 10, 10 workers), tuned (QPS 100, burst 200, 100 workers) and with snapkeeper's

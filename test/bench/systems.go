@@ -129,7 +129,7 @@ func allSystems(oursArgs []string) []*system {
 	}
 	return append(all,
 		&system{
-			ID: sysCommunityEqual, Label: "community v8.6.0, our client limits and workers",
+			ID: sysCommunityEqual, Label: "community " + framework.CommunityVersion() + ", our client limits and workers",
 			Flags: "both binaries: `" + strings.Join(communityEqualFlags(), " ") + "` (snapkeeper's defaults as built)",
 			start: func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
 				f := communityEqualFlags()
@@ -142,7 +142,7 @@ func allSystems(oursArgs []string) []*system {
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
 		&system{
-			ID: sysCommunityTuned, Label: "community v8.6.0, QPS 100/burst 200/100 workers",
+			ID: sysCommunityTuned, Label: "community " + framework.CommunityVersion() + ", QPS 100/burst 200/100 workers",
 			Flags: "both binaries: `--kube-api-qps=100 --kube-api-burst=200 --worker-threads=100`",
 			start: func(env *framework.Env, dir, sock string, o startOpts) (*running, error) {
 				o.extra = append(append([]string(nil), communityTunedFlags...), o.extra...)
@@ -151,7 +151,7 @@ func allSystems(oursArgs []string) []*system {
 			perSnapshotBudget: 500 * time.Millisecond,
 		},
 		&system{
-			ID: sysCommunityDefault, Label: "community v8.6.0, default flags",
+			ID: sysCommunityDefault, Label: "community " + framework.CommunityVersion() + ", default flags",
 			Flags:             "defaults (QPS 5, burst 10, 10 workers)",
 			start:             startCommunity,
 			perSnapshotBudget: 6 * time.Second,

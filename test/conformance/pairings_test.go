@@ -43,16 +43,14 @@ func (p *proc) stop() { p.p.Stop(15 * time.Second) }
 // its writes for seconds, and when a write lands would decide outcomes.
 var communityFlags = []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}
 
-// groupGate turns volume group snapshots on: every binder and CSI side of
-// every pairing runs with it, so that the group scenarios compare and the
-// single-snapshot ones show that the gate changes nothing for them.
-const groupGate = "--feature-gates=CSIVolumeGroupSnapshot=true"
+// No binder or CSI side of any pairing gets --feature-gates: volume group
+// snapshots are on by default in both (since v8.7.0), so the group
+// scenarios compare the defaults and the single-snapshot ones show that
+// groups being on changes nothing for them.
 
 // startBinder starts the binder of impl with extra flags (ours with its
-// defaults; the community's with communityFlags, no leader election), both
-// with groupGate.
+// defaults; the community's with communityFlags, no leader election).
 func startBinder(env *framework.Env, dir, impl string, extra []string) (*proc, error) {
-	extra = append([]string{groupGate}, extra...)
 	if impl == ours {
 		return startOurs(env, dir, "binder", append([]string{"--components=binder", "-v=2"}, extra...), nil)
 	}
@@ -60,10 +58,9 @@ func startBinder(env *framework.Env, dir, impl string, extra []string) (*proc, e
 }
 
 // startCSISide starts the CSI side of impl next to drv; node, when set, is
-// a per-node deployment (--node-deployment, NODE_NAME). Both run with
-// groupGate.
+// a per-node deployment (--node-deployment, NODE_NAME).
 func startCSISide(env *framework.Env, dir, impl string, drv *framework.CSIDriver, node string, extra []string) (*proc, error) {
-	args := []string{"--csi-address=" + drv.Socket, groupGate}
+	args := []string{"--csi-address=" + drv.Socket}
 	var envs []string
 	name := "csi"
 	if node != "" {

@@ -8,7 +8,8 @@ import (
 )
 
 // LaunchCommunity starts the community's bin/<name> (snapshot-controller or
-// csi-snapshotter, built by `make bin/<name>`) with the admin kubeconfig, a
+// csi-snapshotter, built by `make bin/<name>`; bin/<name>-<version> with
+// SNAPKEEPER_COMMUNITY=previous, see Tool) with the admin kubeconfig, a
 // free --http-endpoint and args, logs in dir as "community-<name>.log". It
 // waits until the process serves metrics (the community binaries have no
 // readiness endpoint); for a csi-snapshotter next to drv also until it has
@@ -27,7 +28,10 @@ func (e *Env) LaunchCommunity(dir, name string, args, envs []string, drv *CSIDri
 func (e *Env) LaunchCommunityAs(dir, name, host string, args, envs []string, drv *CSIDriver) (*Process, error) {
 	bin, err := Tool(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w (make %s)", err, filepath.Join("bin", name))
+		if file, ferr := communityBinary(name); ferr == nil {
+			err = fmt.Errorf("%w (make %s)", err, filepath.Join("bin", file))
+		}
+		return nil, err
 	}
 	addr, err := FreeAddr()
 	if err != nil {

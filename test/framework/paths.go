@@ -38,8 +38,19 @@ func RepoRoot() string {
 const KubeAPIServerEnv = "SNAPKEEPER_KUBE_APISERVER"
 
 // Tool returns the path of a third-party binary built by `make tools` into bin/
-// (for kube-apiserver, $SNAPKEEPER_KUBE_APISERVER when set).
+// (for kube-apiserver, $SNAPKEEPER_KUBE_APISERVER when set; for the
+// community's snapshot-controller and csi-snapshotter, those of the release
+// $SNAPKEEPER_COMMUNITY selects: communityversion.go).
 func Tool(name string) (string, error) {
+	file, err := communityBinary(name)
+	if err != nil {
+		return "", err
+	}
+	build := "`make tools`"
+	if file != name {
+		build = "`make test-migration-previous`" // the previous community release
+	}
+	name = file
 	if p := os.Getenv(KubeAPIServerEnv); name == "kube-apiserver" && p != "" {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(RepoRoot(), p)
@@ -51,7 +62,7 @@ func Tool(name string) (string, error) {
 	}
 	p := filepath.Join(RepoRoot(), "bin", name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make tools` first (%w)", p, err)
+		return "", fmt.Errorf("%s is missing: run %s first (%w)", p, build, err)
 	}
 	return p, nil
 }

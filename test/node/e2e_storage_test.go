@@ -52,7 +52,7 @@ DriverInfo:
 // tests (bin/e2e.test, k8s.io/kubernetes v1.37.2) against the driver's
 // pods twice: with snapkeeper (the chart, our image as the snapshotter
 // sidecar) and with the community pair (snapshot-controller and
-// csi-snapshotter v8.6.0, built from their modules and packed the same
+// csi-snapshotter at framework.CommunityVersion, built from their modules and packed the same
 // way). Every test case's result is written to bin/node-e2e/<pair>.txt;
 // ours must fail none and pass every case the community pair passes.
 func TestKubernetesStorageE2E(t *testing.T) {

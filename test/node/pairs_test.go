@@ -20,18 +20,19 @@ type snapshotter struct {
 }
 
 // sidecarArgs are the community csi-snapshotter's usual arguments, as a
-// driver chart passes them; both images take them.
-var sidecarArgs = []string{"--v=5", "--csi-address=$(ADDRESS)", "--leader-election", "--extra-create-metadata",
-	"--feature-gates=CSIVolumeGroupSnapshot=true"}
+// driver chart passes them; both images take them. No --feature-gates:
+// group snapshots are on by default since v8.7.0, in both.
+var sidecarArgs = []string{"--v=5", "--csi-address=$(ADDRESS)", "--leader-election", "--extra-create-metadata"}
 
 // ourSnapshotter is our image in the sidecar's place.
 func ourSnapshotter(tag string) snapshotter {
 	return snapshotter{Image: "ghcr.io/snapkeeper/snapkeeper:" + tag, Args: sidecarArgs}
 }
 
-// communitySnapshotter is csi-snapshotter v8.6.0 (`make node-images`).
+// communitySnapshotter is the community csi-snapshotter
+// (framework.CommunityVersion, `make node-images`).
 func communitySnapshotter() snapshotter {
-	return snapshotter{Image: "snapkeeper.local/csi-snapshotter:v8.6.0", Args: sidecarArgs}
+	return snapshotter{Image: "snapkeeper.local/csi-snapshotter:" + framework.CommunityVersion(), Args: sidecarArgs}
 }
 
 // installChart installs chart (this tree's, or the previous release's) as
@@ -48,9 +49,10 @@ func installChart(t *testing.T, chart, tag string) {
 	t.Cleanup(func() { _, _ = h.Run(context.Background(), "uninstall", release, "--namespace", namespace, "--wait") })
 }
 
-// communityController is the community snapshot-controller v8.6.0 as its
-// own deployment manifests run it: one replica with leader election and
-// group snapshots on, allowed what it reads and writes.
+// communityController is the community snapshot-controller
+// (framework.CommunityVersion, the image tag below) as its own deployment
+// manifests run it: one replica with leader election (group snapshots are
+// on by default), allowed what it reads and writes.
 const communityController = `
 apiVersion: v1
 kind: Namespace
@@ -137,10 +139,16 @@ spec:
       serviceAccountName: snapshot-controller
       containers:
         - name: snapshot-controller
-          image: snapkeeper.local/snapshot-controller:v8.6.0
+          image: snapkeeper.local/snapshot-controller:COMMUNITY_VERSION
           imagePullPolicy: Never
-          args: ["--v=5", "--leader-election=true", "--feature-gates=CSIVolumeGroupSnapshot=true"]
+          args: ["--v=5", "--leader-election=true"]
 `
+
+// communityManifest is communityController with the community version's
+// image.
+func communityManifest() string {
+	return strings.ReplaceAll(communityController, "COMMUNITY_VERSION", framework.CommunityVersion())
+}
 
 // installCommunity installs the snapshot CRDs (the chart's files, which
 // are the community's) and the community snapshot-controller, and removes
@@ -158,13 +166,13 @@ func installCommunity(t *testing.T) {
 	if _, stderr, err := env.Kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
 		t.Fatalf("kubectl apply the CRDs: %v\n%s", err, stderr)
 	}
-	if _, stderr, err := env.Kubectl(ctx, strings.NewReader(communityController), "apply", "-f", "-"); err != nil {
+	if _, stderr, err := env.Kubectl(ctx, strings.NewReader(communityManifest()), "apply", "-f", "-"); err != nil {
 		t.Fatalf("deploy the community snapshot-controller: %v\n%s", err, stderr)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_, _, _ = env.Kubectl(ctx, strings.NewReader(communityController), "delete", "-f", "-", "--wait")
+		_, _, _ = env.Kubectl(ctx, strings.NewReader(communityManifest()), "delete", "-f", "-", "--wait")
 	})
 	err := framework.Poll(2*time.Minute, "community snapshot-controller available", func() (bool, error) {
 		d, err := env.Kube.AppsV1().Deployments("community-snapshotter").Get(ctx, "snapshot-controller", metav1.GetOptions{})

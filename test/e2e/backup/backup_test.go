@@ -24,7 +24,7 @@ const groupGate = "--feature-gates=CSIVolumeGroupSnapshot=true"
 
 // pair is who runs the snapshot controllers: snapkeeper (binder, CSI side
 // and webhook) or the community's snapshot-controller and csi-snapshotter
-// v8.6.0 (which ship no webhook).
+// at framework.CommunityVersion (which ship no webhook).
 type pair string
 
 const (
@@ -460,7 +460,7 @@ func (w *world) objectReport(t *testing.T, namespaces ...string) {
 // VolumeGroupSnapshot of the class labelled for it. Velero v1.18.3 then
 // waits for member VolumeSnapshots owned by its group snapshot through an
 // owner reference of API version groupsnapshot.storage.k8s.io/v1beta2,
-// while the community controller v8.6.0, and snapkeeper with it, write
+// while the community controller (v8.6.0 and v8.7.0), and snapkeeper with it, write
 // the served v1: with either pair the group is cut and ready, and Velero
 // never sees its members (docs/backup.md). The test pins that behaviour,
 // the same for both pairs, with a short --csi-snapshot-timeout, and checks

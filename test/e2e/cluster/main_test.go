@@ -37,7 +37,7 @@ type pairing struct{ Binder, CSI string }
 func (p pairing) String() string { return p.Binder + "-binder/" + p.CSI + "-csi" }
 
 // oursPair is our binder and CSI side; mixedPairs put one of them next to
-// the community's other half (external-snapshotter v8.6.0).
+// the community's other half (external-snapshotter at framework.CommunityVersion).
 var (
 	oursPair   = pairing{ours, ours}
 	mixedPairs = []pairing{{community, ours}, {ours, community}}

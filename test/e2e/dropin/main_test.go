@@ -1,5 +1,6 @@
 // Package dropin checks that our controller image can replace the community
-// snapshot-controller and csi-snapshotter (external-snapshotter v8.6.0)
+// snapshot-controller and csi-snapshotter (external-snapshotter at
+// framework.CommunityVersion, hack/tools/peers/go.mod)
 // without touching their Deployments: every community flag is accepted,
 // the community RBAC is enough, and a community controller still holding
 // the binder's Lease is noticed.

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -175,6 +177,38 @@ func TestRunsUnderTheCommunityRBAC(t *testing.T) {
 		}
 		return len(evs.Items) > 0, nil
 	})
+
+	// Group snapshots with the community's command lines and no
+	// --feature-gates: on by default since v8.7.0, under its RBAC.
+	groupClass := framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create,
+		framework.GroupSnapshotClass("community-rbac-group-"+apps, drv.Name, snapv1.VolumeSnapshotContentDelete, false))
+	for _, name := range []string{"db-0", "db-1"} {
+		env.CreateBoundPVC(t, apps, name, framework.PVCOptions{Driver: drv.Name})
+		claims := env.Kube.CoreV1().PersistentVolumeClaims(apps)
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pvc, err := claims.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pvc.Labels = map[string]string{"app": "db"}
+			_, err = claims.Update(ctx, pvc, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	group := framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(apps).Create, &groupv1.VolumeGroupSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: apps},
+		Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: &groupClass.Name,
+			Source: groupv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+	})
+	readyGroup := env.WaitGroupReady(t, apps, group.Name, 90*time.Second)
+	groupContent := *readyGroup.Status.BoundVolumeGroupSnapshotContentName
+	if err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(apps).Delete(ctx, group.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitGroupGone(t, apps, group.Name, 60*time.Second)
+	env.WaitGroupContentGone(t, groupContent, 60*time.Second)
 
 	if err := env.Snap.SnapshotV1().VolumeSnapshots(apps).Delete(ctx, vs.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

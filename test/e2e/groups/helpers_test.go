@@ -10,15 +10,15 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 // world is one test's framework.Scenario: a driver named group-*, no
 // VolumeSnapshotClass, a default group class of its driver, and a
-// controller running both components with group snapshots on; the group
-// helpers are the Scenario's (test/framework/scenario_groups.go).
+// controller running both components with no --feature-gates (group
+// snapshots are on by default, as in v8.7.0); the group helpers are the
+// Scenario's (test/framework/scenario_groups.go).
 type world struct{ *framework.Scenario }
 
 // newWorld takes the Scenario's Faults, ClaimSizes and Policy.
 func newWorld(t *testing.T, o framework.ScenarioOptions) *world {
 	t.Helper()
 	o.DriverPrefix, o.NoClass, o.GroupClass = "group", true, true
-	o.ControllerArgs = []string{"--feature-gates=CSIVolumeGroupSnapshot=true"}
 	return &world{framework.NewScenario(t, o)}
 }
 

@@ -1,5 +1,5 @@
 // Package migration checks the switch between the community snapshot
-// controllers (external-snapshotter v8.6.0: snapshot-controller and the
+// controllers (external-snapshotter at framework.CommunityVersion: snapshot-controller and the
 // csi-snapshotter sidecar) and ours, in both directions, on a real
 // kube-apiserver and etcd with the mock CSI driver: snapshots that are ready
 // at the switch cost no API write and no CSI call, snapshots in flight at the

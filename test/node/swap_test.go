@@ -1,0 +1,143 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/snapkeeper/snapkeeper/test/framework"
+)
+
+// TestSidecarImageSwapCutsGroups is what a driver chart does to adopt our
+// image: its pod runs the community csi-snapshotter
+// (framework.CommunityVersion) next to the community snapshot-controller,
+// both with their deploy manifests' arguments and no --feature-gates (group
+// snapshots are on by default since v8.7.0), and a VolumeGroupSnapshot is
+// cut; then only the sidecar's image is replaced by ours, arguments
+// unchanged, and the next VolumeGroupSnapshot is cut by our CSI side.
+// Deleting both removes every backend snapshot.
+func TestSidecarImageSwapCutsGroups(t *testing.T) {
+	tag := ourImage(t)
+	installCommunity(t)
+	dataDir := deployDriver(t, communitySnapshotter())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	groupClass := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "node-csi-group"},
+		Driver: driverName, DeletionPolicy: snapv1.VolumeSnapshotContentDelete}
+	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Create(ctx, groupClass, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), groupClass.Name, metav1.DeleteOptions{})
+	})
+	ns := env.Namespace(t)
+	for _, name := range []string{"db-0", "db-1"} {
+		claim(t, ctx, ns, name, nil)
+		claims := env.Kube.CoreV1().PersistentVolumeClaims(ns)
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			c, err := claims.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			c.Labels = map[string]string{"app": "db"}
+			_, err = claims.Update(ctx, c, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cutGroup(t, ctx, ns, "before-swap", groupClass.Name)
+
+	// The swap: the sidecar's image only, as `kubectl set image` does.
+	ours := ourSnapshotter(tag).Image
+	if _, stderr, err := env.Kubectl(ctx, nil, "set", "image", "-n", "csi-driver", "daemonset/csi-driver", "csi-snapshotter="+ours); err != nil {
+		t.Fatalf("set image: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := env.Kubectl(ctx, nil, "rollout", "status", "-n", "csi-driver", "daemonset/csi-driver", "--timeout=3m"); err != nil {
+		t.Fatalf("rollout: %v\n%s\n%s", err, stderr, driverLogs(t))
+	}
+	ds, err := env.Kube.AppsV1().DaemonSets("csi-driver").Get(ctx, "csi-driver", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name != "csi-snapshotter" {
+			continue
+		}
+		if c.Image != ours || !slices.Equal(c.Args, sidecarArgs) || slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--feature-gates") }) {
+			t.Fatalf("sidecar after the swap: image %s args %q, want %s with %q", c.Image, c.Args, ours, sidecarArgs)
+		}
+	}
+	logs, _, err := env.Kubectl(ctx, nil, "logs", "-n", "csi-driver", "daemonset/csi-driver", "-c", "csi-snapshotter")
+	if err != nil || !strings.Contains(logs, "Starting snapkeeper controller") {
+		t.Fatalf("the sidecar does not run our image (err %v):\n%s", err, logs)
+	}
+
+	cutGroup(t, ctx, ns, "after-swap", groupClass.Name)
+
+	for _, g := range []string{"before-swap", "after-swap"} {
+		if err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Delete(ctx, g, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = framework.Poll(3*time.Minute, "both groups and their contents gone", func() (bool, error) {
+		gs, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		left := entries(filepath.Join(dataDir, "snapshots"))
+		return len(gs.Items) == 0 && len(left) == 0, fmt.Errorf("%d group contents, backend snapshots %v", len(gs.Items), left)
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, driverLogs(t))
+	}
+}
+
+// cutGroup creates VolumeGroupSnapshot name of the claims labelled app=db
+// and waits until it is ready with a member per claim.
+func cutGroup(t *testing.T, ctx context.Context, ns, name, class string) {
+	t.Helper()
+	start := time.Now()
+	g := &groupv1.VolumeGroupSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: &class,
+			Source: groupv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+	}
+	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := framework.Poll(2*time.Minute, "group "+name+" ready", func() (bool, error) {
+		got, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || got.Status == nil || got.Status.ReadyToUse == nil || !*got.Status.ReadyToUse {
+			return false, err
+		}
+		members, err := env.Snap.SnapshotV1().VolumeSnapshots(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, m := range members.Items {
+			for _, o := range m.OwnerReferences {
+				if o.Kind == "VolumeGroupSnapshot" && o.Name == name {
+					n++
+				}
+			}
+		}
+		return n == 2, fmt.Errorf("%d members", n)
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, driverLogs(t))
+	}
+	t.Logf("group %s ready %v after create", name, time.Since(start).Round(time.Millisecond))
+}
