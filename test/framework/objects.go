@@ -238,3 +238,25 @@ func (e *Env) CreateSnapshot(t T, vs *snapv1.VolumeSnapshot) *snapv1.VolumeSnaps
 	}
 	return out
 }
+
+// LabelClaim sets the labels of claim ns/name (a group snapshot's selector
+// picks claims by them), retrying on a conflict: the PV controller, where
+// it runs, writes the claim too.
+func (e *Env) LabelClaim(t T, ns, name string, labels map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	claims := e.Kube.CoreV1().PersistentVolumeClaims(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Labels = labels
+		_, err = claims.Update(ctx, c, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("label claim %s/%s: %v", ns, name, err)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -43,18 +42,7 @@ func TestSidecarImageSwapCutsGroups(t *testing.T) {
 	ns := env.Namespace(t)
 	for _, name := range []string{"db-0", "db-1"} {
 		claim(t, ctx, ns, name, nil)
-		claims := env.Kube.CoreV1().PersistentVolumeClaims(ns)
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			c, err := claims.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			c.Labels = map[string]string{"app": "db"}
-			_, err = claims.Update(ctx, c, metav1.UpdateOptions{})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		env.LabelClaim(t, ns, name, map[string]string{"app": "db"})
 	}
 
 	cutGroup(t, ctx, ns, "before-swap", groupClass.Name)

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -184,18 +183,7 @@ func TestRunsUnderTheCommunityRBAC(t *testing.T) {
 		framework.GroupSnapshotClass("community-rbac-group-"+apps, drv.Name, snapv1.VolumeSnapshotContentDelete, false))
 	for _, name := range []string{"db-0", "db-1"} {
 		env.CreateBoundPVC(t, apps, name, framework.PVCOptions{Driver: drv.Name})
-		claims := env.Kube.CoreV1().PersistentVolumeClaims(apps)
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pvc, err := claims.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			pvc.Labels = map[string]string{"app": "db"}
-			_, err = claims.Update(ctx, pvc, metav1.UpdateOptions{})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		env.LabelClaim(t, apps, name, map[string]string{"app": "db"})
 	}
 	group := framework.MustCreate(t, env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(apps).Create, &groupv1.VolumeGroupSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: apps},

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -108,19 +107,5 @@ func TestGroupWebhook(t *testing.T) {
 
 func (w *world) label(t *testing.T, claim string, labels map[string]string) {
 	t.Helper()
-	ctx := context.Background()
-	claims := w.Env.Kube.CoreV1().PersistentVolumeClaims(w.NS)
-	// The PV controller, where it runs, writes the claim too.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c, err := claims.Get(ctx, claim, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		c.Labels = labels
-		_, err = claims.Update(ctx, c, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.Env.LabelClaim(t, w.NS, claim, labels)
 }
