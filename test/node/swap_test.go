@@ -21,9 +21,11 @@ import (
 // (framework.CommunityVersion) next to the community snapshot-controller,
 // both with their deploy manifests' arguments and no --feature-gates (group
 // snapshots are on by default since v8.7.0), and a VolumeGroupSnapshot is
-// cut; then only the sidecar's image is replaced by ours, arguments
-// unchanged, and the next VolumeGroupSnapshot is cut by our CSI side.
-// Deleting both removes every backend snapshot.
+// cut and deleted; then only the sidecar's image is replaced by ours,
+// arguments unchanged, and a VolumeGroupSnapshot is cut and deleted by our
+// CSI side. Each phase has claims of its own: the image change restarts the
+// whole pod, and the mock driver starts with an empty data directory (a
+// real driver keeps its volumes), so the first phase's volumes are gone.
 func TestSidecarImageSwapCutsGroups(t *testing.T) {
 	tag := ourImage(t)
 	installCommunity(t)
@@ -40,12 +42,8 @@ func TestSidecarImageSwapCutsGroups(t *testing.T) {
 		_ = env.Snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().Delete(context.Background(), groupClass.Name, metav1.DeleteOptions{})
 	})
 	ns := env.Namespace(t)
-	for _, name := range []string{"db-0", "db-1"} {
-		claim(t, ctx, ns, name, nil)
-		env.LabelClaim(t, ns, name, map[string]string{"app": "db"})
-	}
 
-	cutGroup(t, ctx, ns, "before-swap", groupClass.Name)
+	groupPhase(t, ctx, ns, "before-swap", groupClass.Name, dataDir)
 
 	// The swap: the sidecar's image only, as `kubectl set image` does.
 	ours := ourSnapshotter(tag).Image
@@ -67,40 +65,33 @@ func TestSidecarImageSwapCutsGroups(t *testing.T) {
 			t.Fatalf("sidecar after the swap: image %s args %q, want %s with %q", c.Image, c.Args, ours, sidecarArgs)
 		}
 	}
-	logs, _, err := env.Kubectl(ctx, nil, "logs", "-n", "csi-driver", "daemonset/csi-driver", "-c", "csi-snapshotter")
-	if err != nil || !strings.Contains(logs, "Starting snapkeeper controller") {
-		t.Fatalf("the sidecar does not run our image (err %v):\n%s", err, logs)
-	}
-
-	cutGroup(t, ctx, ns, "after-swap", groupClass.Name)
-
-	for _, g := range []string{"before-swap", "after-swap"} {
-		if err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Delete(ctx, g, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = framework.Poll(3*time.Minute, "both groups and their contents gone", func() (bool, error) {
-		gs, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		left := entries(filepath.Join(dataDir, "snapshots"))
-		return len(gs.Items) == 0 && len(left) == 0, fmt.Errorf("%d group contents, backend snapshots %v", len(gs.Items), left)
+	// Registered again with the kubelet by the restarted driver container.
+	err = framework.Poll(2*time.Minute, "our sidecar running", func() (bool, error) {
+		logs, _, err := env.Kubectl(ctx, nil, "logs", "-n", "csi-driver", "daemonset/csi-driver", "-c", "csi-snapshotter")
+		return err == nil && strings.Contains(logs, "Starting snapkeeper controller"), err
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, driverLogs(t))
 	}
+
+	groupPhase(t, ctx, ns, "after-swap", groupClass.Name, dataDir)
 }
 
-// cutGroup creates VolumeGroupSnapshot name of the claims labelled app=db
-// and waits until it is ready with a member per claim.
-func cutGroup(t *testing.T, ctx context.Context, ns, name, class string) {
+// groupPhase creates two claims labelled app=<name>, cuts VolumeGroupSnapshot
+// name of them, waits until it is ready with a member per claim, deletes it
+// and waits until no group content and no backend snapshot is left.
+func groupPhase(t *testing.T, ctx context.Context, ns, name, class, dataDir string) {
 	t.Helper()
+	for i := range 2 {
+		claimName := fmt.Sprintf("%s-%d", name, i)
+		claim(t, ctx, ns, claimName, nil)
+		env.LabelClaim(t, ns, claimName, map[string]string{"app": name})
+	}
 	start := time.Now()
 	g := &groupv1.VolumeGroupSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: groupv1.VolumeGroupSnapshotSpec{VolumeGroupSnapshotClassName: &class,
-			Source: groupv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+			Source: groupv1.VolumeGroupSnapshotSource{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}},
 	}
 	if _, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -128,4 +119,18 @@ func cutGroup(t *testing.T, ctx context.Context, ns, name, class string) {
 		t.Fatalf("%v\n%s", err, driverLogs(t))
 	}
 	t.Logf("group %s ready %v after create", name, time.Since(start).Round(time.Millisecond))
+	if err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = framework.Poll(2*time.Minute, "group "+name+" and its contents gone", func() (bool, error) {
+		gs, err := env.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		left := entries(filepath.Join(dataDir, "snapshots"))
+		return len(gs.Items) == 0 && len(left) == 0, fmt.Errorf("%d group contents, backend snapshots %v", len(gs.Items), left)
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, driverLogs(t))
+	}
 }
