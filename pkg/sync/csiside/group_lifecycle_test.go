@@ -27,13 +27,27 @@ func newGroupHarness(t *testing.T, objs ...runtime.Object) *harness {
 }
 
 // syncGroup delivers the API server's contents to the caches first, as the
-// watches would, then syncs group content name.
-func (h *harness) syncGroup(name string) {
+// watches would, then syncs group content name and returns when it asks to
+// be synced again.
+func (h *harness) syncGroup(name string) time.Duration {
 	h.t.Helper()
 	h.refresh()
-	if _, err := h.ctrl.syncGroupContent(h.ctx, name); err != nil {
+	res, err := h.ctrl.syncGroupContent(h.ctx, name)
+	if err != nil {
 		h.t.Fatal(err)
 	}
+	return res.RequeueAfter
+}
+
+// newDynamicGroup is a harness holding group content gc1 of class groups,
+// dynamic, of volumes vol-1 and vol-2 and bound to ns/g1, with the
+// CreateVolumeGroupSnapshot request that cuts it.
+func newDynamicGroup(t *testing.T) (*harness, csi.CreateGroupRequest) {
+	t.Helper()
+	content := testkit.GroupContent("gc1", testkit.Finalizers(), testkit.ClassName("groups"),
+		testkit.RefTo("ns", "g1", testUID), testkit.Volumes("vol-1", "vol-2"))
+	h := newGroupHarness(t, testkit.GroupClass("groups"), content)
+	return h, csi.CreateGroupRequest{Name: "groupsnapshot-" + string(testUID), SourceVolumeIDs: []string{"vol-1", "vol-2"}}
 }
 
 // A group content goes through the same steps as a content: a final
@@ -42,11 +56,7 @@ func (h *harness) syncGroup(name string) {
 // and the binder's being-deleted mark lets the deletion call
 // DeleteVolumeGroupSnapshot with every member's id and release.
 func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
-	class := testkit.GroupClass("groups")
-	content := testkit.GroupContent("gc1", testkit.Finalizers(), testkit.ClassName("groups"),
-		testkit.RefTo("ns", "g1", testUID), testkit.Volumes("vol-1", "vol-2"))
-	h := newGroupHarness(t, class, content)
-	req := csi.CreateGroupRequest{Name: "groupsnapshot-" + string(testUID), SourceVolumeIDs: []string{"vol-1", "vol-2"}}
+	h, req := newDynamicGroup(t)
 
 	h.driver.script(createGroupCall(req, nil, grpcErr(codes.InvalidArgument, "no such volumes")))
 	h.syncGroup("gc1")
@@ -107,26 +117,13 @@ func TestGroupContentGoesThroughTheSameLifecycle(t *testing.T) {
 // leave the delay as it is (what v8.7.0's sidecar fixed: its requeue of a
 // not-ready group content, reset by its own updates).
 func TestGroupNotReadyPollsWithBackoffOwnWritesKeepIt(t *testing.T) {
-	class := testkit.GroupClass("groups")
-	content := testkit.GroupContent("gc1", testkit.Finalizers(), testkit.ClassName("groups"),
-		testkit.RefTo("ns", "g1", testUID), testkit.Volumes("vol-1", "vol-2"))
-	h := newGroupHarness(t, class, content)
-	req := csi.CreateGroupRequest{Name: "groupsnapshot-" + string(testUID), SourceVolumeIDs: []string{"vol-1", "vol-2"}}
+	h, req := newDynamicGroup(t)
 	group := func(ready bool) *csi.GroupSnapshot {
 		return &csi.GroupSnapshot{ID: "group-1", ReadyToUse: ready, Snapshots: []*csi.Snapshot{
 			{ID: "s1", SourceVolumeID: "vol-1", ReadyToUse: ready}, {ID: "s2", SourceVolumeID: "vol-2", ReadyToUse: ready}}}
 	}
-	sync := func() time.Duration {
-		t.Helper()
-		h.refresh()
-		res, err := h.ctrl.syncGroupContent(h.ctx, "gc1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.RequeueAfter
-	}
 	h.driver.script(createGroupCall(req, group(false), nil))
-	if d := sync(); d != minPollStart {
+	if d := h.syncGroup("gc1"); d != minPollStart {
 		t.Fatalf("the cut requeues after %v, want %v", d, minPollStart)
 	}
 	if st := h.api.GroupContent("gc1").Status; st == nil || ptr.Deref(st.ReadyToUse, true) {
@@ -136,7 +133,7 @@ func TestGroupNotReadyPollsWithBackoffOwnWritesKeepIt(t *testing.T) {
 	// Our own writes come back as update events: no call (the driver
 	// fails the test on an unscripted one), the remaining delay.
 	for range 3 {
-		if d := sync(); d != minPollStart {
+		if d := h.syncGroup("gc1"); d != minPollStart {
 			t.Fatalf("an event within the delay requeues after %v, want %v", d, minPollStart)
 		}
 	}
@@ -145,11 +142,11 @@ func TestGroupNotReadyPollsWithBackoffOwnWritesKeepIt(t *testing.T) {
 	for i, w := range want {
 		h.now = h.now.Add(wait)
 		h.driver.script(createGroupCall(req, group(false), nil))
-		if d := sync(); d != w {
+		if d := h.syncGroup("gc1"); d != w {
 			t.Fatalf("poll %d requeues after %v, want %v", i+1, d, w)
 		}
 		h.now = h.now.Add(w / 2)
-		if d := sync(); d != w/2 {
+		if d := h.syncGroup("gc1"); d != w/2 {
 			t.Fatalf("an event halfway through poll %d's delay requeues after %v, want %v", i+1, d, w/2)
 		}
 		wait = w / 2
@@ -159,7 +156,7 @@ func TestGroupNotReadyPollsWithBackoffOwnWritesKeepIt(t *testing.T) {
 	}
 	h.now = h.now.Add(wait)
 	h.driver.script(createGroupCall(req, group(true), nil))
-	if d := sync(); d != 0 {
+	if d := h.syncGroup("gc1"); d != 0 {
 		t.Fatalf("the ready poll requeues after %v, want done", d)
 	}
 	if st := h.api.GroupContent("gc1").Status; st == nil || !ptr.Deref(st.ReadyToUse, false) {
