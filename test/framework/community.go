@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 )
 
@@ -26,11 +25,8 @@ func (e *Env) LaunchCommunity(dir, name string, args, envs []string, drv *CSIDri
 // machine need two names (as two pods have). It needs unshare(1) and the
 // privilege to use it.
 func (e *Env) LaunchCommunityAs(dir, name, host string, args, envs []string, drv *CSIDriver) (*Process, error) {
-	bin, err := Tool(name)
+	bin, err := Tool(name) // its error names the make target
 	if err != nil {
-		if file, ferr := communityBinary(name); ferr == nil {
-			err = fmt.Errorf("%w (make %s)", err, filepath.Join("bin", file))
-		}
 		return nil, err
 	}
 	addr, err := FreeAddr()

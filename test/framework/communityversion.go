@@ -76,7 +76,7 @@ func CommunityVersion() string {
 // itself, or name-<version> for the previous release. Other names are
 // returned unchanged.
 func communityBinary(name string) (string, error) {
-	if name != "snapshot-controller" && name != "csi-snapshotter" {
+	if !isCommunityBinary(name) {
 		return name, nil
 	}
 	v, isDefault, err := communityVersion()
@@ -84,4 +84,10 @@ func communityBinary(name string) (string, error) {
 		return name, err
 	}
 	return name + "-" + v, nil
+}
+
+// isCommunityBinary reports whether name is one of the community's two
+// binaries.
+func isCommunityBinary(name string) bool {
+	return name == "snapshot-controller" || name == "csi-snapshotter"
 }

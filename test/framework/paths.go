@@ -47,8 +47,8 @@ func Tool(name string) (string, error) {
 		return "", err
 	}
 	build := "`make tools`"
-	if file != name {
-		build = "`make test-migration-previous`" // the previous community release
+	if isCommunityBinary(name) {
+		build = "`make bin/" + file + "`"
 	}
 	name = file
 	if p := os.Getenv(KubeAPIServerEnv); name == "kube-apiserver" && p != "" {
