@@ -26,7 +26,9 @@ PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 # The community release every suite runs next to ours: the one place that
 # names it is hack/tools/peers/go.mod (test/framework.CommunityVersion reads
 # it too); docs/testing.md, "When the community releases".
-COMMUNITY_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/kubernetes-csi/external-snapshotter/v8" {print $$3}' hack/tools/peers/go.mod)
+# $(call peer_version,DIR): the release hack/tools/DIR/go.mod requires.
+peer_version = $(shell awk '$$1=="require" && $$2=="github.com/kubernetes-csi/external-snapshotter/v8" {print $$3}' hack/tools/$(1)/go.mod)
+COMMUNITY_VERSION := $(call peer_version,peers)
 
 .PHONY: node-tools node-images test-node check-mods check-drift test-backup test-gitops
 .PHONY: test-migration-previous
@@ -202,7 +204,7 @@ $(PEERS) &: hack/tools/peers/go.mod hack/tools/peers/go.sum
 # pinned in hack/tools/peers-previous (not part of `make test`, nor of
 # hack/alignmods): its pair as bin/<name>-$(PREVIOUS_COMMUNITY_VERSION), one
 # `go build` into a scratch directory, then renamed.
-PREVIOUS_COMMUNITY_VERSION := $(shell awk '$$1=="require" && $$2=="github.com/kubernetes-csi/external-snapshotter/v8" {print $$3}' hack/tools/peers-previous/go.mod)
+PREVIOUS_COMMUNITY_VERSION := $(call peer_version,peers-previous)
 PREVIOUS_PEERS := $(BIN)/snapshot-controller-$(PREVIOUS_COMMUNITY_VERSION) $(BIN)/csi-snapshotter-$(PREVIOUS_COMMUNITY_VERSION)
 $(PREVIOUS_PEERS) &: hack/tools/peers-previous/go.mod hack/tools/peers-previous/go.sum
 	mkdir -p $(ABS_BIN)
