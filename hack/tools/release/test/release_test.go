@@ -112,7 +112,8 @@ func checkConfig(t *testing.T, r release, img v1.Image, arch string) {
 	}
 }
 
-// imageBinaries are the binaries in the image's /usr/local/bin.
+// imageBinaries are the binaries we ship: in the image's /usr/local/bin,
+// and in bin/release for each platform (snapctl alone for darwin).
 var imageBinaries = []string{"snapkeeper-controller", "snapkeeper-webhook", "snapctl"}
 
 // imageFiles extracts the files of the image checkBinaries looks at.

@@ -53,18 +53,11 @@ func checkBuildInfo(t *testing.T, r release, name string, bin []byte, goos, goar
 
 // checkVersionLine checks what a binary prints for --version: prefix (the
 // program's name and a space, or nothing for the controller), the version,
-// then the commit and the Go release (pkg/version.String). The older line,
-// the version alone, is accepted with a log line: the commands print
-// pkg/version.String only once cmd/ calls it.
+// then the commit and the Go release (pkg/version.String).
 func checkVersionLine(t *testing.T, r release, name, prefix, got string) {
 	t.Helper()
-	full := prefix + r.version + " (revision " + r.revision + ", " + r.goToolchain + ")"
-	switch got {
-	case full:
-	case prefix + r.version:
-		t.Logf("%s --version: %q names no revision and Go release (want %q once cmd/ prints pkg/version.String)", name, got, full)
-	default:
-		t.Errorf("%s --version: %q, want %q", name, got, full)
+	if want := prefix + r.version + " (revision " + r.revision + ", " + r.goToolchain + ")"; got != want {
+		t.Errorf("%s --version: %q, want %q", name, got, want)
 	}
 }
 
@@ -82,7 +75,7 @@ func TestReleaseBinariesNameTheReleaseGo(t *testing.T) {
 	var bins []binary
 	for _, plat := range []string{"linux-amd64", "linux-arm64", "darwin-amd64", "darwin-arm64"} {
 		goos, goarch, _ := strings.Cut(plat, "-")
-		for _, name := range []string{"snapkeeper-controller", "snapkeeper-webhook", "snapctl"} {
+		for _, name := range imageBinaries {
 			if goos == "darwin" && name != "snapctl" {
 				continue
 			}
