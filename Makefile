@@ -98,19 +98,21 @@ $(BIN)/crdfix: hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
 	cd hack/tools/controller-gen && $(GO) build -o $(ABS_BIN)/crdfix ./crdfix
 
 # CRDs: controller-gen over the client/v8 API types, then crdfix closes the
-# known gaps to the module's own manifests (see crdfix/main.go).
+# known gaps to the module's own manifests (see crdfix/main.go); then our own
+# API (pkg/apis: the SnapshotSchedule), its CRD and its deep copies.
 crds: $(BIN)/controller-gen $(BIN)/crdfix
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
 	moddir=$$(cd hack/tools/controller-gen && $(GO) list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8) && \
 	cd hack/tools/controller-gen && \
 	$(ABS_BIN)/controller-gen crd paths=github.com/kubernetes-csi/external-snapshotter/client/v8/apis/... output:crd:dir=$$tmp && \
 	cd $(CURDIR) && rm -f $(CRD_DIR)/*.yaml && \
-	$(ABS_BIN)/crdfix -generated $$tmp -reference $$moddir/config/crd -out $(CRD_DIR)
+	$(ABS_BIN)/crdfix -generated $$tmp -reference $$moddir/config/crd -out $(CRD_DIR) && \
+	$(ABS_BIN)/controller-gen object crd paths=./pkg/apis/... output:crd:dir=$(CRD_DIR)
 	@ls $(CRD_DIR)
 
 # Fails when the committed CRDs differ from a fresh generation.
 check-crds: crds
-	git diff --exit-code -- $(CRD_DIR)
+	git diff --exit-code -- $(CRD_DIR) pkg/apis
 
 # Unit tests with the race detector (everything outside test/).
 unit:

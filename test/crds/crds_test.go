@@ -85,6 +85,12 @@ func versionsByName(t *testing.T, crd map[string]any) map[string]any {
 func TestGeneratedCRDsMatchModule(t *testing.T) {
 	ours := readCRDs(t, framework.CRDDir())
 	theirs := readCRDs(t, moduleCRDDir(t))
+	// Our own API's CRD (group snapkeeper.io) is not the module's.
+	for name := range ours {
+		if strings.HasSuffix(name, ".snapkeeper.io") {
+			delete(ours, name)
+		}
+	}
 	if len(ours) != 6 {
 		t.Errorf("chart has %d snapshot CRDs, want 6", len(ours))
 	}
