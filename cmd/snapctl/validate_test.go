@@ -121,3 +121,86 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// scheduleWorld is a default class and a claim bound to a volume of its
+// driver, as a GitOps repository might hold them beside its schedules.
+const scheduleWorld = `apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata:
+  name: standard
+  annotations: {snapshot.storage.kubernetes.io/is-default-class: "true"}
+driver: hostpath.csi.k8s.io
+deletionPolicy: Delete
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  csi: {driver: hostpath.csi.k8s.io, volumeHandle: h1}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, labels: {app: db}}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+  volumeName: pv-data
+status: {phase: Bound}
+`
+
+// SnapshotSchedules are judged offline by the webhook's rules, against the
+// classes and claims of the other files.
+func TestSchedules(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "world.yaml"), scheduleWorld)
+	schedule := func(name, spec string) string {
+		return "---\napiVersion: snapkeeper.io/v1alpha1\nkind: SnapshotSchedule\nmetadata: {name: " + name + "}\nspec:\n" +
+			"  claimSelector: {matchLabels: {app: db}}\n  retention: {keepLast: 2}\n" + spec
+	}
+	writeFile(t, filepath.Join(dir, "schedules.yaml"), schedule("nightly", "  schedule: \"0 3 * * *\"\n  timeZone: Europe/Berlin\n")+
+		schedule("bad-cron", "  schedule: every night\n")+
+		schedule("missing-class", "  schedule: \"@daily\"\n  snapshotTemplate: {volumeSnapshotClassName: fast}\n")+
+		schedule("group", "  schedule: \"@daily\"\n  groupSnapshot: {}\n")+
+		"---\napiVersion: snapkeeper.io/v1alpha1\nkind: SnapshotSchedule\nmetadata: {name: later}\n"+
+		"spec: {schedule: \"@hourly\", claimSelector: {matchLabels: {app: web}}, retention: {maxAge: 7d}}\n")
+	results, code, stderr := runJSON(t, dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	want := map[string]struct{ field, message, warning string }{
+		"nightly":       {},
+		"bad-cron":      {field: "spec.schedule", message: `SnapshotSchedule "default/bad-cron" has an invalid spec.schedule: "every night"`},
+		"missing-class": {field: "spec.snapshotTemplate.volumeSnapshotClassName", message: `create the class first, or name an existing one (existing: "standard")`},
+		"group":         {field: "spec.groupSnapshot.volumeGroupSnapshotClassName", message: `is in group mode without a group class`},
+		"later":         {warning: `spec.claimSelector "app=web" matches no PersistentVolumeClaim in namespace "default" yet`},
+	}
+	seen := 0
+	for _, r := range results {
+		if r.Kind != "SnapshotSchedule" {
+			if !r.Allowed {
+				t.Errorf("%s %s denied: %+v", r.Kind, r.Name, r.Errors)
+			}
+			continue
+		}
+		seen++
+		w, ok := want[r.Name]
+		switch {
+		case !ok:
+			t.Errorf("unexpected schedule %s", r.Name)
+		case r.Namespace != "default" || r.Operation != "CREATE":
+			t.Errorf("%s: namespace %q, operation %s", r.Name, r.Namespace, r.Operation)
+		case w.field == "" && !r.Allowed:
+			t.Errorf("%s denied: %+v", r.Name, r.Errors)
+		case w.field != "" && (r.Allowed || r.Errors[0].Field != w.field || !strings.Contains(r.Errors[0].Message, w.message)):
+			t.Errorf("%s: allowed %v, errors %+v; want a denial on %s containing %q", r.Name, r.Allowed, r.Errors, w.field, w.message)
+		}
+		if got := strings.Join(r.Warnings, "\n"); (w.warning == "") != (got == "") || !strings.Contains(got, w.warning) {
+			t.Errorf("%s: warnings %q, want %q", r.Name, r.Warnings, w.warning)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d schedules judged, want %d", seen, len(want))
+	}
+}

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // Review API versions the API server may send. v1beta1 has the same JSON
@@ -106,12 +108,16 @@ var resources = map[string]resourceInfo{
 	"volumegroupsnapshotcontents": {
 		groupv1.SchemeGroupVersion.WithResource("volumegroupsnapshotcontents"), "VolumeGroupSnapshotContent",
 		decodeAs[groupv1.VolumeGroupSnapshotContent]},
+	// Our own kind, in the one version it is served in.
+	"snapshotschedules": {
+		v1alpha1.Resource, "SnapshotSchedule",
+		decodeAs[v1alpha1.SnapshotSchedule]},
 }
 
 // Resources lists the plural names the webhook validates, for registration.
 func Resources() []string {
 	return []string{"volumesnapshotclasses", "volumesnapshots", "volumesnapshotcontents", "persistentvolumeclaims",
-		"volumegroupsnapshotclasses", "volumegroupsnapshots", "volumegroupsnapshotcontents"}
+		"volumegroupsnapshotclasses", "volumegroupsnapshots", "volumegroupsnapshotcontents", "snapshotschedules"}
 }
 
 // checkKind makes sure the request is about the resource this endpoint

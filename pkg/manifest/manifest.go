@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // ErrUnsupportedKind: the document is of a kind the snapshot rules do not
@@ -56,8 +58,9 @@ func stripComments(doc []byte) []byte {
 }
 
 // Decode turns a YAML or JSON document into the typed object of its kind:
-// the snapshot and group snapshot kinds, PersistentVolumeClaim,
-// PersistentVolume or Namespace. A List is not decoded here: see Expand.
+// the snapshot and group snapshot kinds, SnapshotSchedule,
+// PersistentVolumeClaim, PersistentVolume or Namespace. A List is not
+// decoded here: see Expand.
 func Decode(doc []byte) (metav1.Object, error) {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &tm); err != nil {
@@ -94,6 +97,8 @@ func newObject(tm metav1.TypeMeta) metav1.Object {
 		return &corev1.PersistentVolume{}
 	case corev1.SchemeGroupVersion.WithKind("Namespace"):
 		return &corev1.Namespace{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SnapshotSchedule"):
+		return &v1alpha1.SnapshotSchedule{}
 	}
 	return nil
 }

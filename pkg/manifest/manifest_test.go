@@ -8,6 +8,8 @@ import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 const snapDoc = `apiVersion: snapshot.storage.k8s.io/v1
@@ -72,6 +74,7 @@ func TestDecodeKinds(t *testing.T) {
 		snapDoc: &snapv1.VolumeSnapshot{},
 		"apiVersion: groupsnapshot.storage.k8s.io/v1\nkind: VolumeGroupSnapshot\nmetadata: {name: g}\n": &groupv1.VolumeGroupSnapshot{},
 		"apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\n":                                &corev1.PersistentVolume{},
+		"apiVersion: snapkeeper.io/v1alpha1\nkind: SnapshotSchedule\nmetadata: {name: s}\n":             &v1alpha1.SnapshotSchedule{},
 	} {
 		obj, err := Decode([]byte(doc))
 		if err != nil || fmt.Sprintf("%T", obj) != fmt.Sprintf("%T", want) {

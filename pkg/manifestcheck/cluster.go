@@ -25,11 +25,12 @@ const readTimeout = 10 * time.Second
 
 // Cluster is a World that reads a live cluster directly (no informers: a
 // CI run asks a few questions once). A missing object, or a group snapshot
-// resource whose CRD is not installed, reads as absent.
+// or schedule resource whose CRD is not installed, reads as absent.
 type Cluster struct {
 	ctx        context.Context
 	snap       snapclientset.Interface
 	kube       kubernetes.Interface
+	dyn        dynamic.Interface // SnapshotSchedules: no typed client needed for one read
 	populators *admission.PopulatorCache
 }
 
@@ -49,7 +50,7 @@ func NewCluster(ctx context.Context, cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &Cluster{ctx: ctx, snap: snap, kube: kube, populators: admission.NewPopulatorCache(dyn, time.Hour)}, nil
+	return &Cluster{ctx: ctx, snap: snap, kube: kube, dyn: dyn, populators: admission.NewPopulatorCache(dyn, time.Hour)}, nil
 }
 
 // read runs one call with a timeout and turns NotFound into absence.

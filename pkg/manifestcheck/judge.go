@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
 )
 
@@ -155,7 +156,7 @@ func kindOf(obj metav1.Object) string {
 
 func namespaced(obj metav1.Object) bool {
 	switch obj.(type) {
-	case *snapv1.VolumeSnapshot, *groupv1.VolumeGroupSnapshot, *corev1.PersistentVolumeClaim:
+	case *snapv1.VolumeSnapshot, *groupv1.VolumeGroupSnapshot, *corev1.PersistentVolumeClaim, *v1alpha1.SnapshotSchedule:
 		return true
 	}
 	return false

@@ -8,6 +8,9 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // Live implements World: the stored object of obj's kind, namespace and
@@ -34,6 +37,15 @@ func (c *Cluster) Live(obj metav1.Object) (metav1.Object, error) {
 	case *groupv1.VolumeGroupSnapshotContent:
 		live, err = nilIfAbsent(read(c, func(ctx context.Context) (*groupv1.VolumeGroupSnapshotContent, error) {
 			return c.snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(ctx, name, get)
+		}))
+	case *v1alpha1.SnapshotSchedule:
+		live, err = nilIfAbsent(read(c, func(ctx context.Context) (*v1alpha1.SnapshotSchedule, error) {
+			u, err := c.dyn.Resource(v1alpha1.Resource).Namespace(ns).Get(ctx, name, get)
+			if err != nil {
+				return nil, err
+			}
+			s := &v1alpha1.SnapshotSchedule{}
+			return s, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s)
 		}))
 	default:
 		return nil, nil
@@ -82,6 +94,10 @@ func asUpdate(obj, live metav1.Object) {
 		}
 	case *groupv1.VolumeGroupSnapshotContent:
 		if l, ok := live.(*groupv1.VolumeGroupSnapshotContent); ok {
+			o.Status = l.Status
+		}
+	case *v1alpha1.SnapshotSchedule:
+		if l, ok := live.(*v1alpha1.SnapshotSchedule); ok {
 			o.Status = l.Status
 		}
 	case *corev1.PersistentVolumeClaim:

@@ -241,17 +241,10 @@ func (v Validator) classInUseWarnings(f *classFamily, c, old *classView) []strin
 // driver of its volumes has no default class of the family, or several.
 // classField is the field that names a class, for the fix.
 func (v Validator) defaultClassWarnings(f *classFamily, self, driver, classField string) []string {
-	classes, err := f.list(v.Lookup)
+	defaults, err := v.defaultsOf(f, driver)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: could not list %ses: %v", self, f.kind, err)}
 	}
-	var defaults []string
-	for _, c := range classes {
-		if c.driver == driver && f.isDefault(c.GetAnnotations()) {
-			defaults = append(defaults, c.GetName())
-		}
-	}
-	slices.Sort(defaults)
 	switch len(defaults) {
 	case 0:
 		return []string{fmt.Sprintf(
@@ -263,4 +256,21 @@ func (v Validator) defaultClassWarnings(f *classFamily, self, driver, classField
 	return []string{fmt.Sprintf(
 		"%s names no class and driver %q has several default %ses (%s); the snapshot will fail: set %s",
 		self, driver, f.kind, quoteAll(defaults), classField)}
+}
+
+// defaultsOf returns the sorted names of the default classes of driver in
+// the family: the class an object naming none gets, when there is one.
+func (v Validator) defaultsOf(f *classFamily, driver string) ([]string, error) {
+	classes, err := f.list(v.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	var defaults []string
+	for _, c := range classes {
+		if c.driver == driver && f.isDefault(c.GetAnnotations()) {
+			defaults = append(defaults, c.GetName())
+		}
+	}
+	slices.Sort(defaults)
+	return defaults, nil
 }

@@ -7,6 +7,8 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // Validate applies the rules of obj's kind. old is the stored object on
@@ -47,6 +49,11 @@ func (v Validator) Validate(op Operation, obj, old any) (field.ErrorList, []stri
 		var prev *groupv1.VolumeGroupSnapshotContent
 		if prev, ok = oldAs[*groupv1.VolumeGroupSnapshotContent](old); ok {
 			errs, warnings = v.GroupContent(op, o, prev)
+		}
+	case *v1alpha1.SnapshotSchedule:
+		var prev *v1alpha1.SnapshotSchedule
+		if prev, ok = oldAs[*v1alpha1.SnapshotSchedule](old); ok {
+			errs, warnings = v.Schedule(op, o, prev)
 		}
 	case *corev1.PersistentVolumeClaim:
 		var prev *corev1.PersistentVolumeClaim

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 	. "github.com/snapkeeper/snapkeeper/pkg/validation/validationtest"
 )
 
@@ -24,6 +25,8 @@ var fuzzKinds = map[string]func() any{
 	"VolumeGroupSnapshotClass":   func() any { return &groupv1.VolumeGroupSnapshotClass{} },
 	"VolumeGroupSnapshot":        func() any { return &groupv1.VolumeGroupSnapshot{} },
 	"VolumeGroupSnapshotContent": func() any { return &groupv1.VolumeGroupSnapshotContent{} },
+
+	"SnapshotSchedule": func() any { return &v1alpha1.SnapshotSchedule{} },
 }
 
 // FuzzValidate feeds arbitrary objects (and old objects) of each kind to
@@ -46,6 +49,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"resources":{"requests":{"storage":"1Gi"}},"dataSourceRef":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"ready","namespace":"other"}}}`), []byte(nil))
 	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"dataSource":{"apiGroup":"cdi.kubevirt.io","kind":"VolumeImportSource","name":"i"},"dataSourceRef":{"apiGroup":"cdi.kubevirt.io","kind":"VolumeImportSource","name":"i"}}}`), []byte(nil))
 	f.Add("PersistentVolumeClaim", []byte(`{"metadata":{"name":"p","namespace":"ns"},"spec":{"dataSourceRef":{"apiGroup":"groupsnapshot.storage.k8s.io","kind":"VolumeGroupSnapshot","name":"g"}}}`), []byte(nil))
+	f.Add("SnapshotSchedule", []byte(`{"metadata":{"name":"s","namespace":"ns"},"spec":{"schedule":"0 3 * * *","timeZone":"Europe/Berlin","claimSelector":{"matchLabels":{"app":"db"},"matchExpressions":[{"key":"app","operator":"NotIn","values":["db"]}]},"groupSnapshot":{},"retention":{"keepLast":0,"maxAge":"7d"}}}`), []byte(`{"metadata":{"name":"s","namespace":"ns"},"spec":{"schedule":"@daily","claimSelector":{},"retention":{}}}`))
 	world := &StaticLookup{}
 	if err := world.Add(
 		NewClass("standard", AsDefault()),

@@ -1,8 +1,9 @@
 // Package validation holds the admission rules for snapshot objects and for
 // claims that restore from them (docs/webhook.md), group snapshot objects
 // included: VolumeGroupSnapshotClass, VolumeGroupSnapshot and
-// VolumeGroupSnapshotContent (class.go, group*.go). The functions are pure: objects in,
-// field.ErrorList and warnings out. Everything they need to know about other
+// VolumeGroupSnapshotContent (class.go, group*.go), and SnapshotSchedules
+// (schedule.go). The functions are pure: objects in, field.ErrorList and
+// warnings out. Everything they need to know about other
 // objects comes through Lookup, backed by informer listers in the webhook and
 // by an in-memory set of objects in tests and in offline validation, so the
 // same rules serve both.

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // StaticLookup is a Lookup over a fixed set of objects: for tests and for
@@ -22,10 +24,11 @@ type StaticLookup struct {
 	PVs          []*corev1.PersistentVolume
 	Populators   []schema.GroupKind
 	GroupClasses []*groupv1.VolumeGroupSnapshotClass
-	// GroupSnapshots and GroupContents are held so a set of manifests loads
-	// whole; no rule looks them up yet.
+	// GroupSnapshots, GroupContents and Schedules are held so a set of
+	// manifests loads whole; no rule looks them up yet.
 	GroupSnapshots []*groupv1.VolumeGroupSnapshot
 	GroupContents  []*groupv1.VolumeGroupSnapshotContent
+	Schedules      []*v1alpha1.SnapshotSchedule
 	// Err, when set, is returned by every method: to test how rules react
 	// to a failing cache or API server.
 	Err error
@@ -71,6 +74,10 @@ func (s *StaticLookup) Add(objs ...any) error {
 			})
 		case *groupv1.VolumeGroupSnapshotContent:
 			s.GroupContents = replace(s.GroupContents, o, func(c *groupv1.VolumeGroupSnapshotContent) bool { return c.Name == o.Name })
+		case *v1alpha1.SnapshotSchedule:
+			s.Schedules = replace(s.Schedules, o, func(c *v1alpha1.SnapshotSchedule) bool {
+				return c.Namespace == o.Namespace && c.Name == o.Name
+			})
 		default:
 			return fmt.Errorf("static lookup cannot hold %T", o)
 		}

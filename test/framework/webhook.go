@@ -16,6 +16,8 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	admregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // Webhook is a running snapkeeper-webhook, registered with the API server
@@ -122,7 +124,7 @@ func (w *Webhook) waitReady(ctx context.Context) error {
 }
 
 // RegisterWebhook (re)creates the webhook configurations named name, as the
-// chart does: the snapshot and group snapshot kinds in a ValidatingWebhookConfiguration
+// chart does: the snapshot, group snapshot and schedule kinds in a ValidatingWebhookConfiguration
 // (CREATE, UPDATE), and claims with a data source in a
 // MutatingWebhookConfiguration (CREATE) that never patches. Claims are judged
 // at the mutating stage because the API server silently drops a dataSource
@@ -138,18 +140,19 @@ func (e *Env) RegisterWebhook(ctx context.Context, name, baseURL string, caBundl
 		return admregv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
 	}
 	var validating []admregv1.ValidatingWebhook
-	for _, res := range []struct{ group, name string }{
-		{snapv1.GroupName, "volumesnapshotclasses"}, {snapv1.GroupName, "volumesnapshots"},
-		{snapv1.GroupName, "volumesnapshotcontents"},
-		{groupv1.GroupName, "volumegroupsnapshotclasses"}, {groupv1.GroupName, "volumegroupsnapshots"},
-		{groupv1.GroupName, "volumegroupsnapshotcontents"},
+	for _, res := range []struct{ group, version, name string }{
+		{snapv1.GroupName, "v1", "volumesnapshotclasses"}, {snapv1.GroupName, "v1", "volumesnapshots"},
+		{snapv1.GroupName, "v1", "volumesnapshotcontents"},
+		{groupv1.GroupName, "v1", "volumegroupsnapshotclasses"}, {groupv1.GroupName, "v1", "volumegroupsnapshots"},
+		{groupv1.GroupName, "v1", "volumegroupsnapshotcontents"},
+		{v1alpha1.GroupName, v1alpha1.SchemeGroupVersion.Version, "snapshotschedules"},
 	} {
 		validating = append(validating, admregv1.ValidatingWebhook{
 			Name:         res.name + ".validation.snapkeeper.io",
 			ClientConfig: clientConfig(res.name),
 			Rules: []admregv1.RuleWithOperations{{
 				Operations: []admregv1.OperationType{admregv1.Create, admregv1.Update},
-				Rule:       admregv1.Rule{APIGroups: []string{res.group}, APIVersions: []string{"v1"}, Resources: []string{res.name}},
+				Rule:       admregv1.Rule{APIGroups: []string{res.group}, APIVersions: []string{res.version}, Resources: []string{res.name}},
 			}},
 			SideEffects: &none, FailurePolicy: &fail, MatchPolicy: &equivalent, TimeoutSeconds: &timeout,
 			AdmissionReviewVersions: []string{"v1", "v1beta1"},

@@ -1,7 +1,7 @@
 // Package validationtest builds snapshot objects for tests with functional
 // options: NewSnapshot("ns", "s1", FromPVC("data"), Ready("1Gi", "c1")).
 // Group snapshot objects too (groups.go): NewGroupClass, NewGroupSnapshot,
-// NewGroupContent.
+// NewGroupContent; and SnapshotSchedules (schedules.go): NewSchedule.
 // An option applied to a kind it does not fit panics: that is a bug in the
 // test, not a case to handle.
 package validationtest
@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
@@ -183,7 +184,8 @@ func WithParam(key, value string) Opt {
 	}
 }
 
-// WithClass names the class of a snapshot or content.
+// WithClass names the class of a snapshot or content, or the
+// volumeSnapshotClassName of a schedule's snapshot template.
 func WithClass(name string) Opt {
 	return func(o metav1.Object) {
 		switch o := o.(type) {
@@ -195,6 +197,8 @@ func WithClass(name string) Opt {
 			o.Spec.VolumeGroupSnapshotClassName = &name
 		case *groupv1.VolumeGroupSnapshotContent:
 			o.Spec.VolumeGroupSnapshotClassName = &name
+		case *v1alpha1.SnapshotSchedule:
+			o.Spec.SnapshotTemplate.VolumeSnapshotClassName = &name
 		default:
 			wrongKind("WithClass", o)
 		}

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
 
@@ -26,14 +27,25 @@ func NewGroupSnapshot(namespace, name string, opts ...Opt) *groupv1.VolumeGroupS
 	}, opts)
 }
 
-// Selecting makes a group select the claims labelled key=value.
+// Selecting makes a group or a schedule select the claims labelled
+// key=value.
 func Selecting(key, value string) Opt {
 	return WithSelector(&metav1.LabelSelector{MatchLabels: map[string]string{key: value}})
 }
 
-// WithSelector sets the selector of a group.
+// WithSelector sets the selector of a group or the claimSelector of a
+// schedule.
 func WithSelector(s *metav1.LabelSelector) Opt {
-	return func(o metav1.Object) { must[*groupv1.VolumeGroupSnapshot]("WithSelector", o).Spec.Source.Selector = s }
+	return func(o metav1.Object) {
+		switch o := o.(type) {
+		case *groupv1.VolumeGroupSnapshot:
+			o.Spec.Source.Selector = s
+		case *v1alpha1.SnapshotSchedule:
+			o.Spec.ClaimSelector = *s
+		default:
+			wrongKind("WithSelector", o)
+		}
+	}
 }
 
 // FromGroupContent makes a group bind a pre-provisioned group content.
