@@ -9,7 +9,8 @@
 #      version: hack/alignmods, checked here), and the CRD freshness check
 #      (it rewrites the CRD files the e2e tests read);
 #   2. the end-to-end tests at normal priority: test/faults (the longest
-#      package) in its own `go test` beside the others (-p 2);
+#      package) and test/e2e/schedules (which waits on the clock's minutes)
+#      each in its own `go test` beside the others (-p 2);
 #   3. meanwhile, at the lowest CPU priority (nice 19), the steps that only
 #      need CPU: gofmt, the test driver's vet and staticcheck, unit tests
 #      with the race detector, 5 s of each fuzz target, the test driver's
@@ -75,9 +76,13 @@ step check-drift "$make" --no-print-directory check-drift || failed+=(check-drif
 
 # 2. End-to-end tests, in the background.
 export SNAPKEEPER_OWN_BINARIES=$PWD/bin/own
-mapfile -t others < <("$go" list ./test/... | grep -v '/test/faults$')
+mapfile -t others < <("$go" list ./test/... | grep -v -e '/test/faults$' -e '/test/e2e/schedules$')
 step e2e-faults "$go" test -count=1 -timeout 45m ./test/faults >"$logs/faults" 2>&1 &
 faults=$!
+# Schedules fire on the minute: their package mostly waits for the clock,
+# so it runs beside the others instead of holding one of their two slots.
+step e2e-schedules "$go" test -count=1 -timeout 20m ./test/e2e/schedules >"$logs/schedules" 2>&1 &
+schedules=$!
 step e2e "$go" test -count=1 -p 2 -timeout 45m "${others[@]}" >"$logs/e2e" 2>&1 &
 e2e=$!
 
@@ -89,6 +94,8 @@ wait "$e2e" || failed+=(e2e)
 cat "$logs/e2e"
 wait "$faults" || failed+=(faults)
 cat "$logs/faults"
+wait "$schedules" || failed+=(e2e-schedules)
+cat "$logs/schedules"
 rm -rf "$logs"
 
 echo

@@ -18,8 +18,9 @@ import (
 
 // Component names for --components.
 const (
-	ComponentBinder = "binder"
-	ComponentCSI    = "csi"
+	ComponentBinder    = "binder"
+	ComponentCSI       = "csi"
+	ComponentSchedules = "schedules"
 )
 
 // DefaultCSIAddress is the community csi-snapshotter's default --csi-address.
@@ -124,7 +125,7 @@ func NewOptions() *Options {
 
 // AddFlags registers every flag on fs, the logging flags included.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Components, "components", "", "Comma-separated components to run: binder, csi. Default: csi when --csi-address or another csi-snapshotter-only flag "+
+	fs.StringVar(&o.Components, "components", "", "Comma-separated components to run: binder, csi, schedules (SnapshotSchedules: docs/schedules.md). Default: csi when --csi-address or another csi-snapshotter-only flag "+
 		"(--timeout, --snapshot-name-prefix, --snapshot-name-uuid-length, --extra-create-metadata, --node-deployment, --groupsnapshot-name-*) is given, "+
 		"or when "+filepath.Dir(DefaultCSIAddress)+" exists (a CSI socket volume); binder otherwise.")
 	o.Client.AddFlags(fs, "per component")
@@ -222,8 +223,8 @@ func (o *Options) deriveComponents(fs *flag.FlagSet) (components, reason string)
 func (o *Options) Validate() error {
 	var errs []error
 	for _, c := range strings.Split(o.Components, ",") {
-		if c != ComponentBinder && c != ComponentCSI {
-			errs = append(errs, fmt.Errorf("--components: unknown component %q (want binder, csi or binder,csi)", c))
+		if c != ComponentBinder && c != ComponentCSI && c != ComponentSchedules {
+			errs = append(errs, fmt.Errorf("--components: unknown component %q (want binder, csi, schedules or a comma-separated list of them, such as binder,schedules)", c))
 		}
 	}
 	for k, v := range o.LeaderElectionLabels.Map() {

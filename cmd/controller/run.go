@@ -39,6 +39,9 @@ func CSILeaseName(driver string) string { return snapshot.CSILeaseName(driver) }
 type clients struct {
 	kube kubernetes.Interface
 	snap snapclient.Interface
+	// config is the component's client configuration (JSON), for
+	// clients of other APIs (snapkeeper.io).
+	config *rest.Config
 }
 
 // restConfig is the client configuration both components start from.
@@ -66,7 +69,7 @@ func newClients(base *rest.Config, component string) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{kube: kube, snap: snap}, nil
+	return &clients{kube: kube, snap: snap, config: cfg}, nil
 }
 
 // eventScheme knows core and snapshot kinds, so events name their object.
@@ -108,7 +111,7 @@ func run(ctx context.Context, o *Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	started := 0
 	watching := false
 	// Each component has its own clients (its own rate limits; the user
@@ -119,6 +122,7 @@ func run(ctx context.Context, o *Options) error {
 	}{
 		{ComponentBinder, o.runBinder},
 		{ComponentCSI, o.runCSI},
+		{ComponentSchedules, o.runSchedules},
 	}
 	for _, comp := range components {
 		if !o.Enabled(comp.name) {

@@ -136,6 +136,11 @@ func readUpstreamRBAC(file string) (grants, error) {
 	return g, nil
 }
 
+// ownRoleName begins the name lines of the schedule component's ClusterRole
+// and leader-election Role in controller-rbac.yaml: schedules are ours
+// alone, so those roles have no community counterpart to drift from.
+const ownRoleName = "  name: {{ $name }}-schedules"
+
 // readChartRBAC reads the rules of each ClusterRole and Role of a chart
 // template. A rules block is the indented text under `rules:`; it is
 // rendered together with the named rule templates of _rbac.tpl by
@@ -168,7 +173,7 @@ func readChartRBAC(repo, tmpl string) (grants, error) {
 			}
 		}
 		start := slices.Index(lines, "rules:")
-		if kind == "" || start < 0 {
+		if kind == "" || start < 0 || slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, ownRoleName) }) {
 			continue
 		}
 		var block []string

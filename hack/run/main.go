@@ -1,9 +1,10 @@
 // Command run is `make run`: a local cluster-like control plane (etcd,
 // kube-apiserver, kube-controller-manager, the snapshot CRDs), the mock CSI
 // driver with the real csi-provisioner next to it, the webhook (registered)
-// and the controller (binder and CSI side), with examples/ applied in order:
-// a claim provisioned and bound for real, a snapshot of it, a restore. It
-// prints the KUBECONFIG to use and stops everything on Ctrl-C.
+// and the controller (binder, CSI side and schedules), with examples/ applied
+// in order: a claim provisioned and bound for real, a snapshot of it, a
+// restore, and a schedule that snapshots the claim every minute and keeps
+// three. It prints the KUBECONFIG to use and stops everything on Ctrl-C.
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -29,6 +32,7 @@ const (
 	sourceClaim  = "data"           // examples/10-volume.yaml
 	snapshotName = "data-snap"      // examples/20-snapshot.yaml
 	restoreClaim = "data-restored"  // examples/30-restore.yaml
+	scheduleName = "every-minute"   // examples/40-schedule.yaml
 	bindTimeout  = 90 * time.Second // provisioning + PV binder
 	readyTimeout = 60 * time.Second // CreateSnapshot + readiness
 	sizeBytes    = int64(1 << 30)   // what the mock reports for snapshots of the claim's volume
@@ -88,9 +92,9 @@ func run(ctx context.Context) error {
 		wh.Proc.Stop(5 * time.Second)
 	})
 
-	step("Starting the controller (binder and CSI side)")
+	step("Starting the controller (binder, CSI side and schedules)")
 	ctrl, err := env.StartComponent(env.Dir, "controller", "./cmd/controller",
-		"--components=binder,csi", "--csi-address="+drv.Socket)
+		"--components=binder,csi,schedules", "--csi-address="+drv.Socket)
 	if err != nil {
 		return err
 	}
@@ -109,6 +113,8 @@ snapkeeper is running; every example is applied. In another shell:
   kubectl get volumesnapshotclass,volumesnapshot,volumesnapshotcontent -A
   kubectl describe volumesnapshot data-snap
   kubectl describe pvc data-restored          # the restore: dataSource VolumeSnapshot data-snap
+  kubectl get snapshotschedule -A -w          # examples/40-schedule.yaml: a snapshot every minute, three kept
+  kubectl get volumesnapshot -l snapkeeper.io/schedule=every-minute -w
   kubectl apply -f examples/                  # re-apply: admitted, nothing changes
   kubectl apply -f examples/invalid/          # each one rejected by the webhook, with the fix
   kubectl delete pvc data-restored            # the provisioner deletes its volume (reclaimPolicy Delete)
@@ -163,6 +169,10 @@ func applyExamples(ctx context.Context, env *framework.Env, drv *framework.CSIDr
 			}
 		case "30-restore.yaml":
 			if _, err := waitBound(ctx, env, restoreClaim, applied); err != nil {
+				return err
+			}
+		case "40-schedule.yaml":
+			if err := waitScheduled(ctx, env, scheduleName); err != nil {
 				return err
 			}
 		}
@@ -220,6 +230,28 @@ func waitReady(ctx context.Context, env *framework.Env, name string, applied tim
 	}
 	fmt.Printf("    snapshot %s/%s ready (restoreSize %s) within %s of kubectl apply\n",
 		namespace, name, restore, time.Since(applied).Round(10*time.Millisecond))
+	return nil
+}
+
+// waitScheduled waits until the schedule component has looked at the
+// schedule (its status names the next run) and prints when it runs.
+func waitScheduled(ctx context.Context, env *framework.Env, name string) error {
+	var next string
+	err := framework.PollContext(ctx, readyTimeout, "schedule "+namespace+"/"+name+" scheduled", func() error {
+		s, err := env.Dynamic.Resource(v1alpha1.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next, _, err = unstructured.NestedString(s.Object, "status", "nextScheduleTime")
+		if err == nil && next == "" {
+			err = fmt.Errorf("no status.nextScheduleTime yet")
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    schedule %s/%s runs next at %s, then every minute\n", namespace, name, next)
 	return nil
 }
 

@@ -48,6 +48,12 @@ func (w *Writer) groups() kind[*groupv1.VolumeGroupSnapshot] {
 		patch: func(ctx context.Context, ns, name string, data []byte, sub ...string) (*groupv1.VolumeGroupSnapshot, error) {
 			return w.snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}, sub...)
 		},
+		create: func(ctx context.Context, obj *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshot, error) {
+			return w.snap.GroupsnapshotV1().VolumeGroupSnapshots(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{})
+		},
+		delete: func(ctx context.Context, ns, name string, opts metav1.DeleteOptions) error {
+			return w.snap.GroupsnapshotV1().VolumeGroupSnapshots(ns).Delete(ctx, name, opts)
+		},
 	}
 }
 
@@ -115,6 +121,17 @@ func (w *Writer) PatchGroup(ctx context.Context, g *groupv1.VolumeGroupSnapshot,
 // PatchGroupStatus merge-patches the status subresource of a group.
 func (w *Writer) PatchGroupStatus(ctx context.Context, g *groupv1.VolumeGroupSnapshot, status map[string]any) (*groupv1.VolumeGroupSnapshot, error) {
 	return patchStatus(ctx, w, w.groups(), g, status)
+}
+
+// CreateGroup creates a VolumeGroupSnapshot (a schedule's run).
+func (w *Writer) CreateGroup(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshot, error) {
+	return createObject(ctx, w, w.groups(), g)
+}
+
+// DeleteGroup deletes a VolumeGroupSnapshot if its UID still matches (a
+// schedule's retention).
+func (w *Writer) DeleteGroup(ctx context.Context, g *groupv1.VolumeGroupSnapshot) error {
+	return deleteObject(ctx, w, w.groups(), g)
 }
 
 // CreateGroupContent creates a VolumeGroupSnapshotContent.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/snapkeeper/snapkeeper/pkg/cachelag"
+	"github.com/snapkeeper/snapkeeper/pkg/schedclient"
 )
 
 // Writer performs and counts every write of the controller, and records
@@ -22,6 +23,8 @@ type Writer struct {
 	kube   kubernetes.Interface
 	writes *prometheus.CounterVec
 	lag    *cachelag.Tracker
+	// sched is set for the schedule component only (SetSchedules).
+	sched *schedclient.Client
 }
 
 // New returns a Writer; reg may be nil (tests).

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -151,12 +150,7 @@ func (k *killer) run(t *testing.T, rng *rand.Rand, kills int, wl *workload, load
 // kill SIGKILLs a controller process and waits until it is gone.
 func kill(t *testing.T, c *framework.Component) {
 	t.Helper()
-	c.Proc.Signal(syscall.SIGKILL)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Proc.Wait(ctx); err == context.DeadlineExceeded {
-		t.Fatalf("%s survived SIGKILL", c.Name)
-	}
+	c.Kill(t)
 }
 
 // waitReply polls the driver's call log after seq since until it shows a

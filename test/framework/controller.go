@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -116,4 +117,16 @@ func (c *Component) MetricSeries(ctx context.Context, name string, labels ...str
 		}
 	}
 	return sum, found, nil
+}
+
+// Kill SIGKILLs the component (no graceful stop: its Leases are not
+// released) and waits until it is gone.
+func (c *Component) Kill(t T) {
+	t.Helper()
+	c.Proc.Signal(syscall.SIGKILL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Proc.Wait(ctx); err == context.DeadlineExceeded {
+		t.Fatalf("%s survived SIGKILL", c.Name)
+	}
 }

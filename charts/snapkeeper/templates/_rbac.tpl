@@ -64,6 +64,29 @@ which is an update carrying the read copy's resourceVersion. */}}
 {{ include "snapkeeper.rbac.eventRules" . }}
 {{- end }}
 
+{{/* The schedule component (--components=...,schedules): it reads the
+schedules and writes their status, cuts and deletes the snapshots and group
+snapshots they make, and reads the claims they select. Its own role, so
+that the binder's stays the community snapshot-controller's. */}}
+{{- define "snapkeeper.rbac.scheduleRules" -}}
+- apiGroups: ["snapkeeper.io"]
+  resources: ["snapshotschedules"]
+  verbs: ["list", "watch"]
+- apiGroups: ["snapkeeper.io"]
+  resources: ["snapshotschedules/status"]
+  verbs: ["patch"]
+- apiGroups: ["snapshot.storage.k8s.io"]
+  resources: ["volumesnapshots"]
+  verbs: ["list", "watch", "create", "delete"]
+- apiGroups: ["groupsnapshot.storage.k8s.io"]
+  resources: ["volumegroupsnapshots"]
+  verbs: ["list", "watch", "create", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["list", "watch"]
+{{ include "snapkeeper.rbac.eventRules" . }}
+{{- end }}
+
 {{/* The CSI side, in a driver's pods: contents, classes, the secrets the classes name.
 Secrets: get only, in any namespace, because a class names its secret's
 namespace (possibly a template of the snapshot's namespace); never list or

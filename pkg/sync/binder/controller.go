@@ -23,7 +23,6 @@ import (
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
@@ -89,7 +88,7 @@ type Controller struct {
 	groupClasses      grouplisters.VolumeGroupSnapshotClassLister
 	groupContentIndex cache.Indexer
 	groupLoop         *workloop.Loop
-	synced            []cache.InformerSynced
+	informers         workloop.Informers
 	// lag is the Writer's tracker of our writes the cache does not show
 	// yet: stale copies, contents created but not cached yet, deletes sent.
 	// Every informer event feeds it.
@@ -132,7 +131,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.DistributedSnapshotting {
 		nodeInf := core.Nodes()
 		c.nodes = nodeInf.Lister()
-		c.synced = append(c.synced, nodeInf.Informer().HasSynced)
+		c.informers.AddSynced(nodeInf.Informer().HasSynced)
 	}
 	c.snapshotLoop = workloop.NewLoop("snapshot-controller-snapshot", cfg.Backoff, c.syncSnapshot)
 	c.contentLoop = workloop.NewLoop("snapshot-controller-content", cfg.Backoff, c.syncContent)
@@ -155,12 +154,12 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.pvIndex = pvInf.GetIndexer()
 
-	handlers := []informerHandler{
-		{snapInf, c.onSnapshot, c.onSnapshotGone},
-		{contentInf, c.onContent, nil},
-		{classInf, c.onClass, nil},
-		{pvcInf, c.onPVC, nil},
-		{pvInf, c.onPV, nil},
+	handlers := []workloop.Handler{
+		{Informer: snapInf, Fn: c.onSnapshot, Gone: c.onSnapshotGone},
+		{Informer: contentInf, Fn: c.onContent},
+		{Informer: classInf, Fn: c.onClass},
+		{Informer: pvcInf, Fn: c.onPVC},
+		{Informer: pvInf, Fn: c.onPV},
 	}
 	if cfg.Groups {
 		groupHandlers, err := c.wireGroups()
@@ -169,11 +168,11 @@ func New(cfg Config) (*Controller, error) {
 		}
 		handlers = append(handlers, groupHandlers...)
 	}
-	if err := c.addHandlers(handlers); err != nil {
+	if err := c.informers.Add(c.lag, handlers...); err != nil {
 		return nil, err
 	}
 	if cfg.Leases != nil {
-		// Not among c.synced: Leases we may not list never sync, and the
+		// Not among c.informers: Leases we may not list never sync, and the
 		// binder works without them.
 		p, err := newPresence(cfg.Leases, cfg.NoCSISideAfter, c.snapshotLoop.Add)
 		if err != nil {
@@ -184,46 +183,11 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// addHandlers registers each handler with its informer. The tracker hears
-// of every event before the key is queued, so the sync it wakes sees what
-// the cache shows.
-func (c *Controller) addHandlers(handlers []informerHandler) error {
-	for _, h := range handlers {
-		fn, gone := h.fn, h.gone
-		observe := func(obj any) {
-			if m, ok := obj.(metav1.Object); ok {
-				c.lag.Observe(m)
-			}
-			fn(obj)
-		}
-		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    observe,
-			UpdateFunc: func(_, obj any) { observe(obj) },
-			DeleteFunc: func(obj any) {
-				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = d.Obj
-				}
-				if m, ok := obj.(metav1.Object); ok {
-					c.lag.Deleted(m)
-				}
-				if gone != nil {
-					gone(obj)
-				}
-				fn(obj)
-			},
-		}); err != nil {
-			return err
-		}
-		c.synced = append(c.synced, h.inf.HasSynced)
-	}
-	return nil
-}
-
 // Run waits for the caches and runs the loops until ctx is done.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("binder")
 	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.informers.Synced()...) {
 		return fmt.Errorf("binder: caches did not sync")
 	}
 	logger.Info("Binder started", "workers", c.cfg.Workers)
@@ -238,14 +202,7 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // HasSynced reports whether every informer the binder uses has synced.
-func (c *Controller) HasSynced() bool {
-	for _, s := range c.synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
-}
+func (c *Controller) HasSynced() bool { return c.informers.HasSynced() }
 
 // Event handlers only route keys; nothing in them blocks.
 
@@ -361,7 +318,7 @@ func (c *Controller) enqueueIndexed(idx cache.Indexer, index, value string) {
 }
 
 // wireGroups requests the group informers and makes the group loop.
-func (c *Controller) wireGroups() ([]informerHandler, error) {
+func (c *Controller) wireGroups() ([]workloop.Handler, error) {
 	gv1 := c.cfg.SnapInformers.Groupsnapshot().V1()
 	c.groups = gv1.VolumeGroupSnapshots().Lister()
 	c.groupContents = gv1.VolumeGroupSnapshotContents().Lister()
@@ -372,10 +329,10 @@ func (c *Controller) wireGroups() ([]informerHandler, error) {
 	}
 	c.groupContentIndex = contentInf.GetIndexer()
 	c.groupLoop = workloop.NewLoop("snapshot-controller-group", c.cfg.Backoff, c.syncGroup)
-	return []informerHandler{
-		{gv1.VolumeGroupSnapshots().Informer(), c.onGroup, c.onGroupGone},
-		{contentInf, c.onGroupContent, nil},
-		{gv1.VolumeGroupSnapshotClasses().Informer(), c.onGroupClass, nil},
+	return []workloop.Handler{
+		{Informer: gv1.VolumeGroupSnapshots().Informer(), Fn: c.onGroup, Gone: c.onGroupGone},
+		{Informer: contentInf, Fn: c.onGroupContent},
+		{Informer: gv1.VolumeGroupSnapshotClasses().Informer(), Fn: c.onGroupClass},
 	}, nil
 }
 
@@ -440,12 +397,4 @@ func (c *Controller) enqueueGroupOfMember(key string) {
 			c.groupLoop.Add(objKey(vs.Namespace, g))
 		}
 	}
-}
-
-// informerHandler routes one informer's events to a key router.
-type informerHandler struct {
-	inf cache.SharedIndexInformer
-	fn  func(obj any)
-	// gone, when set, also hears the delete events.
-	gone func(obj any)
 }

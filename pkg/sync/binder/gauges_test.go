@@ -150,7 +150,7 @@ snapkeeper_snapshot_time_to_ready_seconds_count{driver="drv.example.com"} 1
 
 func TestGaugesWaitForTheCaches(t *testing.T) {
 	g := newGauges(t, nil, GaugeOptions{}, testkit.SnapshotClass("gold"))
-	g.c.synced = append(g.c.synced, func() bool { return false })
+	g.c.informers.AddSynced(func() bool { return false })
 	if n := testutil.CollectAndCount(g); n != 0 {
 		t.Fatalf("an unsynced binder exposes %d series, want none", n)
 	}

@@ -85,7 +85,7 @@ func TestSelfManagedWebhookBinaryFillsItsCABundle(t *testing.T) {
 				return false, nil
 			}
 		}
-		return len(bundles) == 7, nil // six validating entries, one mutating
+		return len(bundles) == 8, nil // seven validating entries, one mutating
 	})
 	bad := &snapv1.VolumeSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad-" + apps}, Driver: framework.MockDriverName,

@@ -25,6 +25,7 @@ var crdNames = []string{
 	"volumegroupsnapshotclasses.groupsnapshot.storage.k8s.io",
 	"volumegroupsnapshotcontents.groupsnapshot.storage.k8s.io",
 	"volumegroupsnapshots.groupsnapshot.storage.k8s.io",
+	"snapshotschedules.snapkeeper.io",
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -163,10 +163,10 @@ func TestInstallEveryCertificateModeOnTheAPIServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The snapshot and group kinds are validated, claims judged at the mutating
-			// stage, and the API server kept the matchConditions (its version
-			// is past 1.30).
-			if len(vwc.Webhooks) != 6 || len(vwc.Webhooks[0].MatchConditions) != 1 {
+			// The snapshot, group and schedule kinds are validated, claims judged
+			// at the mutating stage, and the API server kept the matchConditions
+			// (its version is past 1.30).
+			if len(vwc.Webhooks) != 7 || len(vwc.Webhooks[0].MatchConditions) != 1 {
 				t.Errorf("validating configuration as stored: %d entries, %d conditions on the first", len(vwc.Webhooks), len(vwc.Webhooks[0].MatchConditions))
 			}
 			if len(mwc.Webhooks) != 1 || mwc.Webhooks[0].Name != "persistentvolumeclaims.validation.snapkeeper.io" || len(mwc.Webhooks[0].MatchConditions) != 2 ||

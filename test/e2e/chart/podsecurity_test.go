@@ -69,7 +69,7 @@ func TestPodsFollowTheRestrictedProfileAndSpreadOut(t *testing.T) {
 		t.Error("priorityClassName not applied")
 	}
 	args := ctrl.Spec.Template.Spec.Containers[0].Args
-	for _, a := range []string{"--leader-election=true", "--leader-election-namespace=snapkeeper", "--components=binder"} {
+	for _, a := range []string{"--leader-election=true", "--leader-election-namespace=snapkeeper", "--components=binder,schedules"} {
 		if !slices.Contains(args, a) {
 			t.Errorf("controller args %v lack %s", args, a)
 		}

@@ -20,7 +20,7 @@ import (
 // API server must give each ServiceAccount exactly these
 // (TestServiceAccountsMayDoExactlyWhatTheTableSays).
 type grant struct {
-	component string // binder, csi-side, webhook, helm-test
+	component string // binder, schedules, csi-side, webhook, helm-test
 	when      string // always, selfManaged, distributedSnapshotting
 	where     string // cluster, release namespace, driver namespace
 	group     string
@@ -75,6 +75,17 @@ var rbacTable = []grant{
 	g("binder", always, cluster, "", "events", "create patch", "", "cmd/controller/run.go"),
 	g("binder", always, releaseNS, leaseGroup, "leases", "create", "", "cmd/controller/leader.go"),
 	g("binder", always, releaseNS, leaseGroup, "leases", "get update", "snapshot-controller-leader", "cmd/controller/leader.go"),
+
+	g("schedules", always, cluster, "snapkeeper.io", "snapshotschedules", "list watch", "", "pkg/schedclient/client.go"),
+	g("schedules", always, cluster, "snapkeeper.io", "snapshotschedules/status", "patch", "", "pkg/writer/schedules.go"),
+	g("schedules", always, cluster, snapGroup, "volumesnapshots", "list watch create delete", "",
+		"pkg/sync/scheduler/controller.go", "pkg/sync/scheduler/sync.go", "pkg/sync/scheduler/prune.go"),
+	g("schedules", always, cluster, groupGroup, "volumegroupsnapshots", "list watch create delete", "",
+		"pkg/sync/scheduler/controller.go", "pkg/sync/scheduler/sync.go", "pkg/sync/scheduler/prune.go"),
+	g("schedules", always, cluster, "", "persistentvolumeclaims", "list watch", "", "pkg/sync/scheduler/controller.go"),
+	g("schedules", always, cluster, "", "events", "create patch", "", "cmd/controller/run.go"),
+	g("schedules", always, releaseNS, leaseGroup, "leases", "create", "", "cmd/controller/leader.go"),
+	g("schedules", always, releaseNS, leaseGroup, "leases", "get update", "snapkeeper-schedules-leader", "cmd/controller/leader.go"),
 
 	g("csi-side", always, cluster, snapGroup, "volumesnapshotclasses", "list watch", "", "cmd/controller/csi.go"),
 	g("csi-side", always, cluster, snapGroup, "volumesnapshotcontents", "get list watch patch", "",

@@ -21,13 +21,15 @@ import (
 type roleOwner struct{ component, where string }
 
 var renderedRoles = map[string]roleOwner{
-	"ClusterRole/snapkeeper-controller":          {"binder", cluster},
-	"Role/snapkeeper-controller-leader-election": {"binder", releaseNS},
-	"ClusterRole/snapkeeper-webhook":             {"webhook", cluster},
-	"Role/snapkeeper-webhook-certs":              {"webhook", releaseNS},
-	"ClusterRole/snapkeeper-csi-side":            {"csi-side", cluster},
-	"Role/snapkeeper-csi-side-leader-election":   {"csi-side", driverNS},
-	"ClusterRole/snapkeeper-test":                {"helm-test", cluster},
+	"ClusterRole/snapkeeper-controller":                    {"binder", cluster},
+	"Role/snapkeeper-controller-leader-election":           {"binder", releaseNS},
+	"ClusterRole/snapkeeper-controller-schedules":          {"schedules", cluster},
+	"Role/snapkeeper-controller-schedules-leader-election": {"schedules", releaseNS},
+	"ClusterRole/snapkeeper-webhook":                       {"webhook", cluster},
+	"Role/snapkeeper-webhook-certs":                        {"webhook", releaseNS},
+	"ClusterRole/snapkeeper-csi-side":                      {"csi-side", cluster},
+	"Role/snapkeeper-csi-side-leader-election":             {"csi-side", driverNS},
+	"ClusterRole/snapkeeper-test":                          {"helm-test", cluster},
 }
 
 // Every rule of every Role and ClusterRole the chart renders is a row of
@@ -72,7 +74,7 @@ func TestRBACGrantsEachComponentOnlyWhatItUses(t *testing.T) {
 				}
 				maps.Copy(got[owner.component], tuplesOf(owner.where, role.Rules))
 			}
-			for _, component := range []string{"binder", "csi-side", "webhook", "helm-test"} {
+			for _, component := range []string{"binder", "schedules", "csi-side", "webhook", "helm-test"} {
 				compareTuples(t, component, got[component], expected(component, "snapkeeper", c.on...))
 			}
 		})
@@ -101,10 +103,15 @@ func TestServiceAccountsMayDoExactlyWhatTheTableSays(t *testing.T) {
 	for where, n := range places {
 		baseline[where], baselineURLs = rulesIn(t, env, ns, "unbound", n, where)
 	}
-	accounts := []struct{ component, ns, sa string }{
-		{"binder", ns, "sk-snapkeeper-controller"},
-		{"webhook", ns, "sk-snapkeeper-webhook"},
-		{"csi-side", drvNS, "csi-driver"},
+	// The controller's pods run the binder and the schedule component
+	// under one ServiceAccount.
+	accounts := []struct {
+		component, ns, sa string
+		also              []string
+	}{
+		{"binder", ns, "sk-snapkeeper-controller", []string{"schedules"}},
+		{"webhook", ns, "sk-snapkeeper-webhook", nil},
+		{"csi-side", drvNS, "csi-driver", nil},
 	}
 	for _, a := range accounts {
 		t.Run(a.component, func(t *testing.T) {
@@ -123,7 +130,11 @@ func TestServiceAccountsMayDoExactlyWhatTheTableSays(t *testing.T) {
 					}
 				}
 			}
-			compareTuples(t, a.sa, got, expected(a.component, "sk-snapkeeper", selfManaged, distributed))
+			want := expected(a.component, "sk-snapkeeper", selfManaged, distributed)
+			for _, c := range a.also {
+				maps.Copy(want, expected(c, "sk-snapkeeper", selfManaged, distributed))
+			}
+			compareTuples(t, a.sa, got, want)
 			checkPermissions(t, env, a.ns, a.sa, forbiddenToAll(ns, other))
 		})
 	}

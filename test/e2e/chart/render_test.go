@@ -45,9 +45,9 @@ func TestLintAndTemplateInEveryCertificateModeRenderTheSameBytesTwice(t *testing
 			r := parseManifest(t, h.Template(t, kubeNew, args...))
 			kinds := r.kinds()
 			want := map[string]int{
-				"CustomResourceDefinition": 6, "Deployment": 2, "PodDisruptionBudget": 2,
+				"CustomResourceDefinition": 7, "Deployment": 2, "PodDisruptionBudget": 2,
 				"ValidatingWebhookConfiguration": 1, "MutatingWebhookConfiguration": 1,
-				"ServiceAccount": 2, "ClusterRole": 2, "ClusterRoleBinding": 2,
+				"ServiceAccount": 2, "ClusterRole": 3, "ClusterRoleBinding": 3,
 			}
 			for k, n := range want {
 				if kinds[k] != n {
@@ -181,6 +181,7 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 		"volumegroupsnapshots":        {validating, "groupsnapshot.storage.k8s.io", "Namespaced", "Fail", cu},
 		"volumegroupsnapshotcontents": {validating, "groupsnapshot.storage.k8s.io", "Cluster", "Fail", cu},
 		"volumegroupsnapshotclasses":  {validating, "groupsnapshot.storage.k8s.io", "Cluster", "Fail", cu},
+		"snapshotschedules":           {validating, "snapkeeper.io", "Namespaced", "Fail", cu},
 		"persistentvolumeclaims":      {mutating, "", "Namespaced", "Ignore", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}},
 	}
 	for _, kv := range []string{kubeOld, kubeNew} {
@@ -206,8 +207,12 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 					t.Fatalf("%s: %d rules", wh.Name, len(wh.Rules))
 				}
 				rule := wh.Rules[0]
+				version := "v1"
+				if res == "snapshotschedules" {
+					version = "v1alpha1" // our own kind's only version
+				}
 				if !slices.Equal(rule.Resources, []string{res}) || !slices.Equal(rule.APIGroups, []string{w.group}) ||
-					!slices.Equal(rule.APIVersions, []string{"v1"}) || string(*rule.Scope) != w.scope || !slices.Equal(rule.Operations, w.ops) {
+					!slices.Equal(rule.APIVersions, []string{version}) || string(*rule.Scope) != w.scope || !slices.Equal(rule.Operations, w.ops) {
 					t.Errorf("%s: rule %+v", wh.Name, rule)
 				}
 				if string(*wh.FailurePolicy) != w.policy {
@@ -249,8 +254,8 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 			"--set", "webhook.admission.rules.volumesnapshotcontents.enabled=false",
 			"--set", "webhook.admission.timeoutSeconds=10",
 			"--set", "webhook.admission.matchConditions=false")), "snapkeeper-webhook")
-		if len(entries) != 6 {
-			t.Fatalf("%d entries, want 6", len(entries))
+		if len(entries) != 7 {
+			t.Fatalf("%d entries, want 7", len(entries))
 		}
 		for _, wh := range entries {
 			if *wh.FailurePolicy != admissionregistrationv1.Fail || *wh.TimeoutSeconds != 10 || len(wh.MatchConditions) != 0 {
@@ -270,7 +275,8 @@ func TestWebhookEntriesHaveTheirOwnPolicyAndMatchConditionsFollowTheKubeVersion(
 			"--set", "webhook.admission.rules.volumesnapshotclasses.enabled=false",
 			"--set", "webhook.admission.rules.volumegroupsnapshots.enabled=false",
 			"--set", "webhook.admission.rules.volumegroupsnapshotcontents.enabled=false",
-			"--set", "webhook.admission.rules.volumegroupsnapshotclasses.enabled=false")).kinds()
+			"--set", "webhook.admission.rules.volumegroupsnapshotclasses.enabled=false",
+			"--set", "webhook.admission.rules.snapshotschedules.enabled=false")).kinds()
 		if claimsOnly["MutatingWebhookConfiguration"] != 1 || claimsOnly["ValidatingWebhookConfiguration"] != 0 {
 			t.Errorf("snapshot kinds disabled: %v", claimsOnly)
 		}
@@ -281,8 +287,8 @@ func TestCRDsAreTheGeneratedOnesWithTheKeepPolicyAndNoConversion(t *testing.T) {
 	h := framework.NewHelm(t, "")
 	r := parseManifest(t, h.Template(t, kubeNew, "--set", "crds.labels.team=storage"))
 	files, err := filepath.Glob(filepath.Join(framework.CRDDir(), "*.yaml"))
-	if err != nil || len(files) != 6 {
-		t.Fatalf("want 6 generated CRDs, got %d (%v)", len(files), err)
+	if err != nil || len(files) != 7 {
+		t.Fatalf("want 7 generated CRDs (6 snapshot kinds and SnapshotSchedule), got %d (%v)", len(files), err)
 	}
 	for _, f := range files {
 		want := &unstructured.Unstructured{}

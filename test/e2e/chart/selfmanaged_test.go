@@ -207,7 +207,7 @@ func bundleMatchesSecret(ctx context.Context, env *framework.Env, ns string, f *
 			return false, nil
 		}
 	}
-	return len(bundles) == 7, nil // six validating entries, one mutating
+	return len(bundles) == 8, nil // seven validating entries, one mutating
 }
 
 // callTrustingBundle reads the caBundle of every entry of both

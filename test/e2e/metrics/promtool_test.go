@@ -34,8 +34,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
 
@@ -276,10 +278,17 @@ func realScrapes(t *testing.T) []scrape {
 	groupClass := framework.MustCreate(t, groups.Create, framework.GroupSnapshotClass("group-class-"+s.NS, s.Drv.Name, "Delete", true))
 	t.Cleanup(func() { groups.Delete(context.Background(), groupClass.Name, metav1.DeleteOptions{}) })
 	lease := []string{"--leader-election=true", "--leader-election-namespace=" + s.NS}
-	binder := s.StartController(t, append([]string{"--components=binder", "--feature-gates=CSIVolumeGroupSnapshot=true"}, lease...)...)
+	binder := s.StartController(t, append([]string{"--components=binder,schedules", "--feature-gates=CSIVolumeGroupSnapshot=true"}, lease...)...)
 	csi := s.StartController(t, append([]string{"--components=csi", "--csi-address=" + s.Drv.Socket}, lease...)...)
 
 	s.PVC(t, "data")
+	// A schedule, for the schedule component's series (it cuts nothing
+	// before next year).
+	yearly := framework.EveryMinute(s.NS, "yearly", "data", v1alpha1.RetentionPolicy{KeepLast: ptr.To[int32](1)})
+	yearly.Spec.Schedule = "@yearly"
+	if _, err := s.Env.Schedules(t).Schedules(s.NS).Create(context.Background(), yearly, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	s.Snapshot(t, "snap", "data", nil)
 	s.WaitReady(t, "snap", 60*time.Second)
 	s.DeleteSnapshot(t, "snap")
@@ -289,6 +298,8 @@ func realScrapes(t *testing.T) []scrape {
 	waitMetric(t, binder, 1, "snapkeeper_snapshot_time_to_ready_seconds_count", drv)
 	waitMetric(t, binder, 1, "snapkeeper_driver_default_group_classes", drv)
 	waitMetric(t, binder, 0, "snapkeeper_driver_without_csi_side", drv)
+	waitMetric(t, binder, 0, "snapkeeper_schedule_missed_runs_total", `schedule="yearly"`)
+	waitMetric(t, binder, 0, "snapkeeper_schedule_claims_failing", `schedule="yearly"`)
 	waitMetric(t, binder, 1, "leader_election_master_status", `name="snapshot-controller-leader"`)
 	// The content is gone when the snapshot is released: the driver is the class's.
 	waitMetric(t, binder, 1, "snapshot_controller_operation_total_seconds_count", `operation_name="DeleteSnapshot"`, `driver_name="`+s.Drv.Name+`"`)
