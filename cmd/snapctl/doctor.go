@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/snapkeeper/snapkeeper/pkg/doctor"
@@ -29,8 +30,8 @@ type doctorOptions struct {
 }
 
 // runDoctor explains every VolumeSnapshot, VolumeSnapshotContent and group
-// snapshot object that is not ready or is stuck deleting, one line each
-// (pkg/doctor). Exit 0: nothing stuck; 1: something is; 2: bad usage or
+// snapshot object that is not ready or is stuck deleting, one line each,
+// and each reason a SnapshotSchedule does not cut (pkg/doctor). Exit 0: nothing stuck; 1: something is; 2: bad usage or
 // the cluster cannot be read.
 func runDoctor(prog string, args []string, stdout, stderr io.Writer) int {
 	o, err := parseDoctorFlags(prog, args, stderr)
@@ -69,16 +70,9 @@ func parseDoctorFlags(prog string, args []string, stderr io.Writer) (*doctorOpti
 	fs.StringVar(&o.namespace, "namespace", "", "Same as -n.")
 	fs.StringVar(&o.output, "o", "text", "Output: text (one line per stuck object) or json.")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster; default $KUBECONFIG or ~/.kube/config.")
-	var names []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%s doctor: %w", prog, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		names = append(names, fs.Arg(0))
-		args = fs.Args()[1:]
+	names, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case len(names) > 1:
@@ -113,30 +107,35 @@ func printFindings(w io.Writer, output string, findings []doctor.Finding, leases
 		_, err := fmt.Fprintln(w, "nothing stuck")
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d stuck objects\n", len(findings))
+	// A schedule can have several findings; the count is of objects.
+	objects := map[string]bool{}
+	for _, f := range findings {
+		objects[f.Object()] = true
+	}
+	_, err := fmt.Fprintf(w, "%d stuck objects\n", len(objects))
 	return err
 }
 
 // doctorClients connects to the cluster of kubeconfig.
-func doctorClients(kubeconfig string) (kubernetes.Interface, snapclient.Interface, error) {
+func doctorClients(kubeconfig string) (*rest.Config, kubernetes.Interface, snapclient.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, nil, nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "snapctl-doctor"
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("client: %w", err)
+		return nil, nil, nil, fmt.Errorf("client: %w", err)
 	}
 	snap, err := snapclient.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("client: %w", err)
+		return nil, nil, nil, fmt.Errorf("client: %w", err)
 	}
-	return kube, snap, nil
+	return cfg, kube, snap, nil
 }
 
 // secretsNamed says, for every Secret a content names, whether it exists;

@@ -8,16 +8,19 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/snapkeeper/snapkeeper/pkg/doctor"
+	"github.com/snapkeeper/snapkeeper/pkg/schedclient"
 )
 
 // gatherDoctorInput reads what pkg/doctor looks at. Group snapshot kinds
-// that are not served and Leases or events that may not be read are left
-// out; anything else that fails is an error.
+// and SnapshotSchedules that are not served, and Leases, events or
+// schedules that may not be read, are left out; anything else that fails
+// is an error.
 func gatherDoctorInput(ctx context.Context, o *doctorOptions) (doctor.Input, error) {
 	in := doctor.Input{Now: time.Now()}
-	kube, snap, err := doctorClients(o.kubeconfig)
+	cfg, kube, snap, err := doctorClients(o.kubeconfig)
 	if err != nil {
 		return in, err
 	}
@@ -58,7 +61,10 @@ func gatherDoctorInput(ctx context.Context, o *doctorOptions) (doctor.Input, err
 	case !apierrors.IsForbidden(err):
 		return in, fmt.Errorf("listing Leases: %w", err)
 	}
-	for _, kind := range []string{"VolumeSnapshot", "VolumeGroupSnapshot"} {
+	if err := gatherDoctorSchedules(ctx, cfg, ns, &in); err != nil {
+		return in, err
+	}
+	for _, kind := range []string{"VolumeSnapshot", "VolumeGroupSnapshot", "SnapshotSchedule"} {
 		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind})
 		switch {
 		case err == nil:
@@ -68,6 +74,24 @@ func gatherDoctorInput(ctx context.Context, o *doctorOptions) (doctor.Input, err
 		}
 	}
 	return in, secretsNamed(ctx, kube, &in)
+}
+
+// gatherDoctorSchedules reads the SnapshotSchedules when their CRD is served
+// and they may be read: a cluster without them has nothing to say.
+func gatherDoctorSchedules(ctx context.Context, cfg *rest.Config, ns string, in *doctor.Input) error {
+	sc, err := schedclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	list, err := sc.Schedules(ns).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing SnapshotSchedules: %w", err)
+	}
+	in.Schedules = list.Items
+	return nil
 }
 
 // gatherGroups reads the group snapshot kinds when they are served.

@@ -21,7 +21,19 @@
 //
 //	snapctl doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]
 //
-// explains every snapshot object that is stuck,
+// explains every snapshot object that is stuck and every SnapshotSchedule
+// that does not cut,
+//
+//	snapctl schedules [-n NAMESPACE | -A] [-o text|json] [--kubeconfig PATH] [--runs N] [NAME]
+//
+// shows each SnapshotSchedule's next runs and a dry run of its retention
+// now (what it keeps, and why; what the next sync would delete),
+//
+//	snapctl convert-snapscheduler [-o yaml] [-n NAMESPACE | -A] [--adopt [--dry-run]] [--kubeconfig PATH] [FILE|-...]
+//
+// prints snapscheduler's SnapshotSchedules (from files, or the cluster) as
+// snapkeeper SnapshotSchedules, and with --adopt labels the snapshots
+// snapscheduler cut so their retention counts them,
 //
 //	snapctl migrate-storage [--dry-run] [--resources NAME,...] [--workers N] [--kubeconfig PATH]
 //
@@ -69,6 +81,8 @@ func progName(arg0 string) string {
 const usageFormat = `usage: %[1]s validate [-o text|json] [--kubeconfig PATH] [-n NAMESPACE] [-v] [--strict-populators] [--allow-cross-namespace-data-source] PATH|-...
        %[1]s crd-check --crds DIR [--kubeconfig PATH]
        %[1]s doctor [-n NAMESPACE] [-o text|json] [--kubeconfig PATH] [NAME]
+       %[1]s schedules [-n NAMESPACE | -A] [-o text|json] [--kubeconfig PATH] [--runs N] [NAME]
+       %[1]s convert-snapscheduler [-o yaml] [-n NAMESPACE | -A] [--adopt [--dry-run]] [--kubeconfig PATH] [FILE|-...]
        %[1]s migrate-storage [--dry-run] [--resources NAME,...] [--workers N] [--page-size N] [-o text|json] [--kubeconfig PATH]
        %[1]s selftest webhook [--kubeconfig PATH] [--class-name NAME] [--timeout DURATION]
        %[1]s help | --version`
@@ -95,6 +109,10 @@ func run(prog string, args []string, stdout, stderr io.Writer) int {
 		return runCRDCheck(prog, args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(prog, args[1:], stdout, stderr)
+	case "schedules":
+		return runSchedules(prog, args[1:], stdout, stderr) // schedules.go
+	case "convert-snapscheduler":
+		return runConvert(prog, args[1:], stdout, stderr) // convert.go
 	case "migrate-storage":
 		return runMigrate(prog, args[1:], stdout, stderr) // migrate.go
 	case "selftest":
@@ -102,6 +120,24 @@ func run(prog string, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, usage(prog))
 	return 2
+}
+
+// parseArgs parses fs over args with the positional arguments anywhere
+// among the flags (as kubectl takes them), and returns the positional
+// ones. A failure, -h included (errors.Is flag.ErrHelp), names the
+// subcommand.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%s: %w", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // helpExit is the status of a subcommand whose flags failed to parse: -h

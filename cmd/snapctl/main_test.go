@@ -90,6 +90,12 @@ func TestPluginNameInHelpAndErrors(t *testing.T) {
 		{[]string{"migrate-storage", "extra"}, 2, false, "usage: %[1]s migrate-storage [--dry-run]"},
 		{[]string{"migrate-storage", "-h"}, 0, false, "Usage of %[1]s migrate-storage:"},
 		{[]string{"--version"}, 0, true, "%[1]s "},
+		{[]string{"help"}, 0, true, "       %[1]s schedules [-n NAMESPACE | -A]"},
+		{[]string{"schedules", "a", "b"}, 2, false, "usage: %[1]s schedules [-n NAMESPACE | -A]"},
+		{[]string{"schedules", "-h"}, 0, false, "Usage of %[1]s schedules:"},
+		{[]string{"help"}, 0, true, "       %[1]s convert-snapscheduler [-o yaml]"},
+		{[]string{"convert-snapscheduler", "-o", "json"}, 2, false, "%[1]s convert-snapscheduler: -o must be yaml"},
+		{[]string{"convert-snapscheduler", "-h"}, 0, false, "Usage of %[1]s convert-snapscheduler:"},
 	}
 	for _, prog := range []string{"kubectl snapkeeper", "snapctl"} {
 		for _, c := range cases {

@@ -2,9 +2,11 @@
 // cluster, their claims, volumes, classes, CSI side Leases and events, it
 // returns one Finding (object, reason, fix) for every VolumeSnapshot,
 // VolumeSnapshotContent, VolumeGroupSnapshot and VolumeGroupSnapshotContent
-// that is not ready or is stuck deleting. It reads nothing itself:
+// that is not ready or is stuck deleting, and one for each reason a
+// SnapshotSchedule does not cut (schedule.go). It reads nothing itself:
 // cmd/snapctl/doctor.go gathers the objects. docs/troubleshooting.md
-// describes every situation it knows.
+// describes every situation it knows about snapshots, docs/snapctl.md
+// those about schedules.
 package doctor
 
 import (
@@ -16,6 +18,8 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // Situations: the Code of a Finding. Each has a section in
@@ -39,6 +43,21 @@ const (
 	GroupsNotServed    = "groups-not-served"
 )
 
+// The Codes of SnapshotSchedule findings; docs/snapctl.md ("snapctl doctor
+// and schedules") describes each.
+const (
+	ScheduleInvalid     = "schedule-invalid"
+	ScheduleSuspended   = "schedule-suspended"
+	ScheduleClass       = "schedule-class"
+	NoClaimsSelected    = "no-claims-selected"
+	ClaimsUnbound       = "claims-unbound"
+	ClaimsBehind        = "claims-behind"
+	ClaimsFailing       = "claims-failing"
+	MissedRuns          = "missed-runs"
+	ScheduleNotReady    = "schedule-not-ready"
+	SchedulesNotRunning = "schedules-not-running"
+)
+
 // Input is everything the analysis looks at. Secrets holds, by
 // "namespace/name", whether a Secret some object names exists; a name
 // absent from it is unknown and never reported. LeasesKnown is false when
@@ -56,7 +75,10 @@ type Input struct {
 	LeasesKnown   bool
 	Events        []corev1.Event
 	Secrets       map[string]bool
-	Now           time.Time
+	// Schedules are snapkeeper.io SnapshotSchedules; the schedule
+	// component's events (MissedRuns) come in Events.
+	Schedules []v1alpha1.SnapshotSchedule
+	Now       time.Time
 }
 
 // Finding is one stuck object: what it is, why it is stuck and what to do.
@@ -109,6 +131,9 @@ func Analyze(in Input) []Finding {
 			out = append(out, f)
 		}
 	}
+	for i := range in.Schedules {
+		out = append(out, w.schedule(&in.Schedules[i])...)
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return kindOrder[out[i].Kind] < kindOrder[out[j].Kind]
@@ -118,7 +143,7 @@ func Analyze(in Input) []Finding {
 	return out
 }
 
-var kindOrder = map[string]int{"VolumeSnapshot": 0, "VolumeSnapshotContent": 1, "VolumeGroupSnapshot": 2, "VolumeGroupSnapshotContent": 3}
+var kindOrder = map[string]int{"VolumeSnapshot": 0, "VolumeSnapshotContent": 1, "VolumeGroupSnapshot": 2, "VolumeGroupSnapshotContent": 3, kindSchedule: 4}
 
 // Filter keeps the findings of namespace ns ("" for all; contents count in
 // the namespace of their snapshot) and, when name is given, of objects with

@@ -7,7 +7,9 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/snapkeeper/snapkeeper/pkg/scheduleview"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/validation"
 )
 
 // world indexes an Input by the keys the checks look objects up by.
@@ -23,6 +25,12 @@ type world struct {
 	// freshUntil: driver lease key -> the latest time a CSI side Lease of
 	// the driver counts as alive.
 	freshUntil map[string]time.Time
+	// static is the objects as pkg/validation looks them up, for the
+	// schedules' class rules; built on first use.
+	static *validation.StaticLookup
+	// restoring reports a snapshot an unbound claim restores from, as
+	// the schedule component's retention sees it.
+	restoring func(namespace, name string) bool
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -34,7 +42,8 @@ func newWorld(in Input) *world {
 	w := &world{in: in, snapshots: map[string]*snapv1.VolumeSnapshot{}, contents: map[string]*snapv1.VolumeSnapshotContent{},
 		classes: map[string]*snapv1.VolumeSnapshotClass{}, groupClasses: map[string]*groupv1.VolumeGroupSnapshotClass{},
 		groupContents: map[string]*groupv1.VolumeGroupSnapshotContent{}, pvcs: map[string]*corev1.PersistentVolumeClaim{},
-		pvs: map[string]*corev1.PersistentVolume{}, freshUntil: map[string]time.Time{}}
+		pvs: map[string]*corev1.PersistentVolume{}, freshUntil: map[string]time.Time{},
+		restoring: scheduleview.Restoring(in.PVCs)}
 	for i := range in.Snapshots {
 		vs := &in.Snapshots[i]
 		w.snapshots[key(vs.Namespace, vs.Name)] = vs
@@ -68,6 +77,23 @@ func newWorld(in Input) *world {
 		}
 	}
 	return w
+}
+
+// lookup is the doctor's objects as a validation.Lookup.
+func (w *world) lookup() *validation.StaticLookup {
+	if w.static == nil {
+		w.static = &validation.StaticLookup{Classes: ptrs(w.in.Classes), GroupClasses: ptrs(w.in.GroupClasses),
+			PVCs: ptrs(w.in.PVCs), PVs: ptrs(w.in.PVs)}
+	}
+	return w.static
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // csiSideDown reports whether no CSI side holds a fresh Lease for driver;
