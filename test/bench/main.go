@@ -21,7 +21,11 @@
 // the scenario at several N (-scale; above -scale-dynamic-max the snapshots
 // are seeded ready, test/bench/scale.go), and a cold start seeds M ready
 // snapshots and starts each system over them (-cold-start-m,
-// test/bench/steady.go). The command exits
+// test/bench/steady.go). The schedule stage runs one hourly SnapshotSchedule
+// over -schedule-claims claims (its runs and its retention) next to the same
+// creates and deletes sent to the community pair, and a schedule's run over
+// -schedule-seeded seeded scheduled snapshots (test/bench/schedules.go,
+// schedules_seeded.go). The command exits
 // non-zero when a snapshot does not become ready in time, a backend snapshot
 // is left behind, or a run fails.
 package main
@@ -78,6 +82,9 @@ type options struct {
 	seedConc          int
 	single            int
 	singleSystems     string
+	scheduleClaims    int
+	scheduleSystems   string
+	scheduleSeeded    int
 }
 
 // planeOptions is the control plane every run starts: production-like
@@ -121,6 +128,9 @@ func main() {
 	fs.IntVar(&o.admissionAPIReqs, "admission-api-requests", 1000, "Requests per row sent through the API server (dry-run creates).")
 	fs.IntVar(&o.single, "single", 50, "Snapshots taken one after the other (each created, ready, deleted, gone before the next) on an idle control plane per -single-systems, next to the latency of one API write (0 skips it).")
 	fs.StringVar(&o.singleSystems, "single-systems", "ours,community-equal", "Systems for the one-snapshot-alone stage.")
+	fs.IntVar(&o.scheduleClaims, "schedule-claims", 2000, "Bound claims of the schedule stage (test/bench/schedules.go): one hourly SnapshotSchedule over them (keepLast 1) cuts one snapshot per claim at the next full minute, then, moved to the next minute, cuts again while its retention deletes the first run; the community systems get the same creates at once, and the deletes once the second run is ready, from the benchmark, as snapscheduler would send them (0 skips every schedule stage).")
+	fs.StringVar(&o.scheduleSystems, "schedule-systems", "ours,community-equal", "Systems for the schedule stage (empty skips it; -schedule-seeded runs ours alone).")
+	fs.IntVar(&o.scheduleSeeded, "schedule-seeded", 100000, "Ready scheduled snapshots (with contents and backend snapshots, a multiple of -schedule-claims and at least 2 per claim, an hour apart) seeded for a schedule's run over them: the time and memory of the schedule component's first sync, its idle syncs and its retention (test/bench/schedules_seeded.go; 0 skips it).")
 	fs.StringVar(&o.out, "out", "", "Write the Markdown report here (rewritten after every stage); it is always printed too.")
 	fs.StringVar(&baselineRev, "baseline", "", "A git revision: adds the system ours-baseline, our controller built from that commit (use it in -systems and the other lists to measure a change against the tree before it, in the same run).")
 	fs.StringVar(&o.oursArgs, "ours-args", "", "Extra flags for snapkeeper, space-separated (experiments only: the report labels them as not the defaults).")
@@ -142,7 +152,7 @@ func run(ctx context.Context, o options, args string) int {
 		}
 	}
 	oursArgs := strings.Fields(o.oursArgs)
-	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems, o.waitingSystems, o.singleSystems} {
+	for _, list := range []string{o.systems, o.steadySystems, o.coldStartSystems, o.scaleSystems, o.groupSystems, o.waitingSystems, o.singleSystems, o.scheduleSystems} {
 		if _, err := pick(list, o.skipCommunity, oursArgs); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -150,6 +160,10 @@ func run(ctx context.Context, o options, args string) int {
 	}
 	if _, err := parseScale(o.scale); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if c, m := o.scheduleClaims, o.scheduleSeeded; c > 0 && m > 0 && (m%c != 0 || m/c < 2) {
+		fmt.Fprintf(os.Stderr, "bench: -schedule-seeded %d: want a multiple of -schedule-claims (%d) with at least 2 snapshots per claim\n", m, c)
 		return 2
 	}
 	tree, err := describeTree()

@@ -9,22 +9,24 @@ import (
 )
 
 type report struct {
-	opts      options
-	args      string
-	started   time.Time
-	finished  time.Time
-	machine   [][2]string
-	scenarios []*scenarioResult
-	steady    []*steadyResult
-	cold      []*steadyResult
-	scale     []*scenarioResult
-	waiting   []*scenarioResult // the slow-driver stage (-waiting)
-	single    []*singleResult   // one snapshot alone (-single)
-	groups    []*groupResult
-	admission *admissionResult
-	tree      treeState
-	loadStart string
-	loadEnd   string
+	opts        options
+	args        string
+	started     time.Time
+	finished    time.Time
+	machine     [][2]string
+	scenarios   []*scenarioResult
+	steady      []*steadyResult
+	cold        []*steadyResult
+	scale       []*scenarioResult
+	waiting     []*scenarioResult // the slow-driver stage (-waiting)
+	single      []*singleResult   // one snapshot alone (-single)
+	groups      []*groupResult
+	schedules   []*scheduleResult     // the schedule stage (-schedule-claims)
+	schedSeeded *seededScheduleResult // a schedule's run over seeded snapshots (-schedule-seeded)
+	admission   *admissionResult
+	tree        treeState
+	loadStart   string
+	loadEnd     string
 }
 
 // scenario is the median run of system id (nil when none succeeded).
@@ -68,6 +70,7 @@ func (r *report) failures() []string {
 			out = append(out, fmt.Sprintf("groups %s (%d x %d): %v", g.System.ID, g.Groups, g.Size, g.Err))
 		}
 	}
+	out = append(out, r.scheduleFailures()...)
 	out = append(out, r.singleFailures()...)
 	if r.admission != nil && r.admission.Err != nil {
 		out = append(out, fmt.Sprintf("admission latency: %v", r.admission.Err))
@@ -137,6 +140,7 @@ func (r *report) markdown() string {
 	r.steadySection(&b)
 	r.coldSection(&b)
 	r.groupSection(&b)
+	r.scheduleSection(&b)
 	r.admissionSection(&b)
 	b.WriteString(costModel)
 	b.WriteString(strings.ReplaceAll(method, "COMMUNITY_VERSION", framework.CommunityVersion()))

@@ -21,6 +21,7 @@ func (r *report) analysisSection(b *strings.Builder) {
 	r.startAnalysis(p, r.steady, "restart over")
 	r.startAnalysis(p, r.cold, "cold start over")
 	r.groupAnalysis(p)
+	r.scheduleAnalysis(p)
 	r.admissionAnalysis(p)
 	p("")
 }

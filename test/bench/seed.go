@@ -53,6 +53,15 @@ func (s seedStats) planeGrowth() float64 {
 // client-side limit) from conc goroutines, statuses through the status
 // subresource.
 func seedReady(ctx context.Context, b *bed, m, conc int) (seedStats, error) {
+	return seedReadyAs(ctx, b, m, conc, func(i int) *snapv1.VolumeSnapshot {
+		class := className
+		return framework.DynamicSnapshot(benchNamespace, snapName(i), pvcName(i), &class)
+	})
+}
+
+// seedReadyAs is seedReady with the i-th VolumeSnapshot shaped by shape
+// (its name, claim, class, labels and annotations; the rest as above).
+func seedReadyAs(ctx context.Context, b *bed, m, conc int, shape func(i int) *snapv1.VolumeSnapshot) (seedStats, error) {
 	st := seedStats{M: m, Driver: true}
 	if err := prepare(ctx, b.env, 0); err != nil {
 		return st, fmt.Errorf("namespace and class: %w", err)
@@ -71,8 +80,9 @@ func seedReady(ctx context.Context, b *bed, m, conc int) (seedStats, error) {
 	start := time.Now()
 	done := newProgress(b.tag, "seeded", m)
 	err = parallel(ctx, m, conc, func(ctx context.Context, i int) error {
-		if err := seedOne(ctx, b.cl, drv, i); err != nil {
-			return fmt.Errorf("seed %s: %w", snapName(i), err)
+		vs := shape(i)
+		if err := seedOne(ctx, b.cl, drv, vs); err != nil {
+			return fmt.Errorf("seed %s: %w", vs.Name, err)
 		}
 		done.add()
 		return nil
@@ -94,10 +104,9 @@ func seedReady(ctx context.Context, b *bed, m, conc int) (seedStats, error) {
 	return st, err
 }
 
-func seedOne(ctx context.Context, cl *clients, drv *csi.Client, i int) error {
-	pvc, class, ready := pvcName(i), className, true
+func seedOne(ctx context.Context, cl *clients, drv *csi.Client, vs *snapv1.VolumeSnapshot) error {
+	pvc, class, ready := *vs.Spec.Source.PersistentVolumeClaimName, *vs.Spec.VolumeSnapshotClassName, true
 	vss := cl.snap.SnapshotV1().VolumeSnapshots(benchNamespace)
-	vs := framework.DynamicSnapshot(benchNamespace, snapName(i), pvc, &class)
 	vs.Finalizers = []string{snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound}
 	vs, err := vss.Create(ctx, vs, metav1.CreateOptions{})
 	if err != nil {

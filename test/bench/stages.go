@@ -60,6 +60,9 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 			return r.Err
 		})
 	}
+	if err := runScheduleStage(ctx, o, rep, oursArgs, flush); err != nil {
+		return err
+	}
 	if o.admission && ctx.Err() == nil {
 		rep.admission = runAdmission(ctx, admissionOptions{requests: o.admissionRequests, apiRequests: o.admissionAPIReqs, levels: []int{1, 16, 64}, keep: o.keep})
 		if rep.admission.Err != nil {
@@ -84,6 +87,7 @@ func runStages(ctx context.Context, o options, rep *report, oursArgs []string, f
 		}
 		flush()
 	}
+	runSeededScheduleStage(ctx, o, rep, oursArgs, flush)
 	return nil
 }
 
@@ -176,4 +180,43 @@ func runScaleStage(ctx context.Context, o options, rep *report, oursArgs []strin
 		flush()
 	})
 	return nil
+}
+
+// runScheduleStage runs the schedule stage (-schedule-claims) for each of
+// -schedule-systems, one fresh control plane each.
+func runScheduleStage(ctx context.Context, o options, rep *report, oursArgs []string, flush func()) error {
+	if o.scheduleClaims <= 0 || ctx.Err() != nil {
+		return nil
+	}
+	systems, err := pick(o.scheduleSystems, o.skipCommunity, oursArgs)
+	if err != nil {
+		return err
+	}
+	eachSystem(ctx, "schedules ", systems, func(sys *system) error {
+		if sys.ID == sysCommunityDefault {
+			logf("[schedules] community-default at QPS 5 measures its client limits; skipped")
+			return nil
+		}
+		r := runSchedules(ctx, sys, scheduleOptions{claims: o.scheduleClaims, conc: o.createConc, ceilingOps: o.ceilingOps,
+			ceilingConc: o.ceilingConc, quiet: o.quiet, keep: o.keep, oursArgs: oursArgs})
+		rep.schedules = append(rep.schedules, r)
+		flush()
+		return r.Err
+	})
+	return nil
+}
+
+// runSeededScheduleStage runs ours over -schedule-seeded scheduled
+// snapshots of -schedule-claims claims.
+func runSeededScheduleStage(ctx context.Context, o options, rep *report, oursArgs []string, flush func()) {
+	if o.scheduleClaims <= 0 || o.scheduleSeeded <= 0 || ctx.Err() != nil {
+		return
+	}
+	ours := allSystems(oursArgs)[0]
+	rep.schedSeeded = runSeededSchedule(ctx, ours, seededScheduleOptions{claims: o.scheduleClaims, seeded: o.scheduleSeeded,
+		seedConc: o.seedConc, quiet: o.quiet, keep: o.keep, oursArgs: oursArgs})
+	if rep.schedSeeded.Err != nil {
+		logf("[schedule over seeded] FAILED: %v", rep.schedSeeded.Err)
+	}
+	flush()
 }
