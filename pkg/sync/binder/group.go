@@ -120,8 +120,8 @@ func (g group) findNamedContent() (*boundContent, *problem) {
 	return g.bindTo(content), nil
 }
 
-func (g group) plan(context.Context) (*dynamicPlan, *problem) {
-	plan, prob := g.c.planGroup(g.VolumeGroupSnapshot)
+func (g group) plan(ctx context.Context) (*dynamicPlan, *problem) {
+	plan, prob := g.c.planGroup(ctx, g.VolumeGroupSnapshot)
 	if prob != nil {
 		return nil, prob
 	}

@@ -1,11 +1,13 @@
 package binder
 
 import (
+	"context"
 	"sort"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 )
@@ -22,13 +24,13 @@ type groupPlan struct {
 
 // planGroup resolves a dynamic group's claims, volumes, class and secret; a
 // problem says what the user must fix or what we wait for.
-func (c *Controller) planGroup(g *groupv1.VolumeGroupSnapshot) (*groupPlan, *problem) {
+func (c *Controller) planGroup(ctx context.Context, g *groupv1.VolumeGroupSnapshot) (*groupPlan, *problem) {
 	sel, err := metav1.LabelSelectorAsSelector(g.Spec.Source.Selector)
 	if err != nil {
 		return nil, problemf(snapshot.ReasonGroupSnapshotValidationError,
 			"spec.source.selector is not a valid label selector: %v; delete the VolumeGroupSnapshot and create it with a valid selector", err)
 	}
-	claims, err := c.pvcs.PersistentVolumeClaims(g.Namespace).List(sel)
+	claims, getPV, err := c.groupClaims(ctx, g.Namespace, sel.String())
 	if err != nil {
 		return nil, problemf(snapshot.ReasonGroupSnapshotContentCreationFailed, "cannot list PersistentVolumeClaims: %v", err)
 	}
@@ -40,7 +42,7 @@ func (c *Controller) planGroup(g *groupv1.VolumeGroupSnapshot) (*groupPlan, *pro
 	plan := &groupPlan{}
 	driver := ""
 	for _, pvc := range claims {
-		pv, prob := c.claimVolume(pvc, c.pvs.Get)
+		pv, prob := c.claimVolume(pvc, getPV)
 		if prob != nil {
 			prob.Reason = snapshot.ReasonGroupSnapshotContentCreationFailed
 			return nil, prob
@@ -70,6 +72,40 @@ func (c *Controller) planGroup(g *groupv1.VolumeGroupSnapshot) (*groupPlan, *pro
 		return nil, prob
 	}
 	return plan, nil
+}
+
+// groupClaims are the claims a group's selector chooses, with the way to
+// read their volumes. The members of a group are fixed once its content is
+// made, so they are read from the API server, not the cache: a user (or a
+// GitOps tool) who labels claims and then creates the group must get every
+// claim labelled, and a label event still on its way to the informer would
+// leave a member out. One list per group plan; without a client (tests),
+// or when the list fails, the cache answers.
+func (c *Controller) groupClaims(ctx context.Context, ns, selector string) ([]*corev1.PersistentVolumeClaim, func(string) (*corev1.PersistentVolume, error), error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.cfg.Kube != nil {
+		core := c.cfg.Kube.CoreV1()
+		if list, err := core.PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{LabelSelector: selector}); err == nil {
+			claims := make([]*corev1.PersistentVolumeClaim, 0, len(list.Items))
+			for i := range list.Items {
+				claims = append(claims, &list.Items[i])
+			}
+			// A volume the cache does not show yet (a claim bound a
+			// moment ago) is read live too.
+			getPV := func(name string) (*corev1.PersistentVolume, error) {
+				if pv, err := c.pvs.Get(name); err == nil {
+					return pv, nil
+				}
+				return core.PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+			}
+			return claims, getPV, nil
+		}
+	}
+	claims, err := c.pvcs.PersistentVolumeClaims(ns).List(sel)
+	return claims, c.pvs.Get, err
 }
 
 // newGroupContent builds the dynamic group content, born with its
