@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -105,8 +104,25 @@ func (c *cluster) upgrade(t *testing.T, b *build) {
 	}
 	c.helm.Must(t, append([]string{"upgrade", "sk", b.Chart, "--namespace", c.ns}, c.installArgs...)...)
 	c.helm.Must(t, append([]string{"upgrade", "drv", b.DriverChart, "--namespace", c.drvNS}, c.driverChartValue...)...)
-	if after := c.caBundles(ctx, t); !maps.EqualFunc(before, after, bytes.Equal) {
-		t.Errorf("helm upgrade changed the webhook configurations' caBundle: before %d entries, after %d (empty ones: %v)", len(before), len(after), emptyBundles(after))
+	// Entries the new chart adds (a new kind) are filled by the new
+	// webhook; every entry that was there keeps its caBundle.
+	after := c.caBundles(ctx, t)
+	var changed, added []string
+	for k, v := range before {
+		if !bytes.Equal(v, after[k]) {
+			changed = append(changed, k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	if len(changed) > 0 {
+		t.Errorf("helm upgrade changed the caBundle of webhook entries %v (before %d entries, after %d; empty ones: %v)", changed, len(before), len(after), emptyBundles(after))
+	}
+	if len(added) > 0 {
+		t.Logf("helm upgrade added webhook entries %v", added)
 	}
 	c.routeWebhook(t, c.svc.Endpoints()[0])
 }
