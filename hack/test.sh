@@ -76,12 +76,13 @@ step check-drift "$make" --no-print-directory check-drift || failed+=(check-drif
 
 # 2. End-to-end tests, in the background.
 export SNAPKEEPER_OWN_BINARIES=$PWD/bin/own
-mapfile -t others < <("$go" list ./test/... | grep -v -e '/test/faults$' -e '/test/e2e/schedules$')
+mapfile -t others < <("$go" list ./test/... | grep -v -e '/test/faults$' -e '/schedules$')
 step e2e-faults "$go" test -count=1 -timeout 45m ./test/faults >"$logs/faults" 2>&1 &
 faults=$!
-# Schedules fire on the minute: their package mostly waits for the clock,
-# so it runs beside the others instead of holding one of their two slots.
-step e2e-schedules "$go" test -count=1 -timeout 20m ./test/e2e/schedules >"$logs/schedules" 2>&1 &
+# Schedules fire on the minute: their packages (e2e and faults) mostly wait
+# for the clock, so they run beside the others instead of holding one of
+# their two slots.
+step e2e-schedules "$go" test -count=1 -p 2 -timeout 25m ./test/e2e/schedules ./test/faults/schedules >"$logs/schedules" 2>&1 &
 schedules=$!
 step e2e "$go" test -count=1 -p 2 -timeout 45m "${others[@]}" >"$logs/e2e" 2>&1 &
 e2e=$!
