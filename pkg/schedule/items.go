@@ -3,7 +3,10 @@ package schedule
 import (
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
 )
 
 // itemOf is how retention sees one scheduled object.
@@ -60,4 +63,55 @@ func GroupItems(list []*groupv1.VolumeGroupSnapshot) []Item {
 		items = append(items, itemOf(g, ready, failed, created, false))
 	}
 	return items
+}
+
+// RestoreSources are the "namespace/name" keys of the VolumeSnapshots a
+// claim restores from while it is not bound yet (its dataSource or
+// dataSourceRef, the latter possibly in another namespace): retention never
+// deletes those. A bound claim has copied its data and holds none.
+func RestoreSources(pvc *corev1.PersistentVolumeClaim) []string {
+	if pvc.Status.Phase == corev1.ClaimBound {
+		return nil
+	}
+	var keys []string
+	if ds := pvc.Spec.DataSource; ds != nil && isSnapshotRef(ds.APIGroup, ds.Kind) {
+		keys = append(keys, pvc.Namespace+"/"+ds.Name)
+	}
+	if ref := pvc.Spec.DataSourceRef; ref != nil && isSnapshotRef(ref.APIGroup, ref.Kind) {
+		ns := pvc.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = *ref.Namespace
+		}
+		keys = append(keys, ns+"/"+ref.Name)
+	}
+	return keys
+}
+
+func isSnapshotRef(group *string, kind string) bool {
+	return group != nil && *group == snapv1.GroupName && kind == "VolumeSnapshot"
+}
+
+// RetentionRule is one rule a RetentionPolicy sets, as the spec names it.
+type RetentionRule struct {
+	Name string
+	// Count is set for the count rules, MaxAge for maxAge.
+	Count  int32
+	MaxAge string
+}
+
+// RetentionRules are the rules r sets, in the spec's order.
+func RetentionRules(r v1alpha1.RetentionPolicy) []RetentionRule {
+	var out []RetentionRule
+	for _, c := range []struct {
+		name string
+		n    *int32
+	}{{"keepLast", r.KeepLast}, {"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}, {"monthly", r.Monthly}, {"yearly", r.Yearly}} {
+		if c.n != nil {
+			out = append(out, RetentionRule{Name: c.name, Count: *c.n})
+		}
+	}
+	if r.MaxAge != nil {
+		out = append(out, RetentionRule{Name: "maxAge", MaxAge: *r.MaxAge})
+	}
+	return out
 }

@@ -193,42 +193,23 @@ func GroupsOf(s *v1alpha1.SnapshotSchedule, groups []groupv1.VolumeGroupSnapshot
 func Restoring(pvcs []corev1.PersistentVolumeClaim) func(namespace, name string) bool {
 	sources := map[string]bool{}
 	for i := range pvcs {
-		pvc := &pvcs[i]
-		if pvc.Status.Phase == corev1.ClaimBound {
-			continue
-		}
-		if ds := pvc.Spec.DataSource; ds != nil && isSnapshotRef(ds.APIGroup, ds.Kind) {
-			sources[pvc.Namespace+"/"+ds.Name] = true
-		}
-		if ref := pvc.Spec.DataSourceRef; ref != nil && isSnapshotRef(ref.APIGroup, ref.Kind) {
-			ns := pvc.Namespace
-			if ref.Namespace != nil && *ref.Namespace != "" {
-				ns = *ref.Namespace
-			}
-			sources[ns+"/"+ref.Name] = true
+		for _, key := range schedule.RestoreSources(&pvcs[i]) {
+			sources[key] = true
 		}
 	}
 	return func(namespace, name string) bool { return sources[namespace+"/"+name] }
-}
-
-func isSnapshotRef(group *string, kind string) bool {
-	return group != nil && *group == snapv1.GroupName && kind == "VolumeSnapshot"
 }
 
 // Retention lists the rules a policy sets, in the spec's order, as
 // "keepLast: 24, daily: 7, maxAge: 30d"; "none" when none is.
 func Retention(r v1alpha1.RetentionPolicy) string {
 	var parts []string
-	for _, c := range []struct {
-		name string
-		n    *int32
-	}{{"keepLast", r.KeepLast}, {"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}, {"monthly", r.Monthly}, {"yearly", r.Yearly}} {
-		if c.n != nil {
-			parts = append(parts, fmt.Sprintf("%s: %d", c.name, *c.n))
+	for _, rule := range schedule.RetentionRules(r) {
+		if rule.Name == "maxAge" {
+			parts = append(parts, "maxAge: "+rule.MaxAge)
+			continue
 		}
-	}
-	if r.MaxAge != nil {
-		parts = append(parts, "maxAge: "+*r.MaxAge)
+		parts = append(parts, fmt.Sprintf("%s: %d", rule.Name, rule.Count))
 	}
 	if len(parts) == 0 {
 		return "none"

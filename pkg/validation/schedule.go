@@ -151,16 +151,12 @@ func retentionErrors(self string, r v1alpha1.RetentionPolicy) field.ErrorList {
 // describeRetention lists the rules that are set, "" when none is.
 func describeRetention(r v1alpha1.RetentionPolicy) string {
 	var parts []string
-	for _, c := range []struct {
-		name string
-		n    *int32
-	}{{"keepLast", r.KeepLast}, {"hourly", r.Hourly}, {"daily", r.Daily}, {"weekly", r.Weekly}, {"monthly", r.Monthly}, {"yearly", r.Yearly}} {
-		if c.n != nil {
-			parts = append(parts, fmt.Sprintf("%s: %d", c.name, *c.n))
+	for _, rule := range schedule.RetentionRules(r) {
+		if rule.Name == "maxAge" {
+			parts = append(parts, fmt.Sprintf("maxAge: %q", rule.MaxAge))
+			continue
 		}
-	}
-	if r.MaxAge != nil {
-		parts = append(parts, fmt.Sprintf("maxAge: %q", *r.MaxAge))
+		parts = append(parts, fmt.Sprintf("%s: %d", rule.Name, rule.Count))
 	}
 	return strings.Join(parts, ", ")
 }

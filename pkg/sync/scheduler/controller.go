@@ -212,25 +212,10 @@ func scheduleIndex(obj any) ([]string, error) {
 // bound (its data is copied by then).
 func restoreSourceIndex(obj any) ([]string, error) {
 	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok || pvc.Status.Phase == corev1.ClaimBound {
+	if !ok {
 		return nil, nil
 	}
-	var keys []string
-	if ds := pvc.Spec.DataSource; ds != nil && isSnapshotRef(ds.APIGroup, ds.Kind) {
-		keys = append(keys, pvc.Namespace+"/"+ds.Name)
-	}
-	if ref := pvc.Spec.DataSourceRef; ref != nil && isSnapshotRef(ref.APIGroup, ref.Kind) {
-		ns := pvc.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = *ref.Namespace
-		}
-		keys = append(keys, ns+"/"+ref.Name)
-	}
-	return keys, nil
-}
-
-func isSnapshotRef(group *string, kind string) bool {
-	return group != nil && *group == snapv1.GroupName && kind == "VolumeSnapshot"
+	return schedule.RestoreSources(pvc), nil
 }
 
 // trimSnapshot keeps in the component's cache only what it reads of a
