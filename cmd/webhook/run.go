@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/admission/clusterlookup"
 	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
@@ -47,10 +48,10 @@ func run(ctx context.Context, o *Options) error {
 	snapFactory := snapinformers.NewSharedInformerFactory(snapClient, 0)
 	coreFactory := informers.NewSharedInformerFactory(kubeClient, 0)
 	// Claims a group selector matches are read live (ReadClaimsLive).
-	lookup := admission.NewClusterLookup(snapFactory, coreFactory, snapClient, admission.NewPopulatorCache(dynClient, 0)).
+	lookup := clusterlookup.New(snapFactory, coreFactory, snapClient, clusterlookup.NewPopulatorCache(dynClient, 0)).
 		ReadClaimsLive(kubeClient)
 	// /convert fills what a v1beta1 group content lacks from its members.
-	members, err := admission.NewContentMembers(snapFactory)
+	members, err := clusterlookup.NewContentMembers(snapFactory)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func run(ctx context.Context, o *Options) error {
 	defer coreFactory.Shutdown()
 	// The group snapshot CRDs are optional: their informer starts when
 	// (and if) the API server serves them.
-	lookup.WatchGroupClasses(ctx, admission.DefaultGroupDiscoveryInterval)
+	lookup.WatchGroupClasses(ctx, clusterlookup.DefaultGroupDiscoveryInterval)
 
 	handler := admission.NewHandler(lookup.ForRequest, o.ValidationOptions(), o.MaxRequestBytes, metrics)
 	router := admission.NewRouter(handler, reg, map[string]admission.ReadyCheck{

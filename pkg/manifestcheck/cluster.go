@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/snapkeeper/snapkeeper/pkg/admission"
+	"github.com/snapkeeper/snapkeeper/pkg/admission/clusterlookup"
 	"github.com/snapkeeper/snapkeeper/pkg/validation"
 )
 
@@ -31,7 +31,7 @@ type Cluster struct {
 	snap       snapclientset.Interface
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface // SnapshotSchedules: no typed client needed for one read
-	populators *admission.PopulatorCache
+	populators *clusterlookup.PopulatorCache
 }
 
 var _ World = (*Cluster)(nil)
@@ -50,7 +50,7 @@ func NewCluster(ctx context.Context, cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &Cluster{ctx: ctx, snap: snap, kube: kube, dyn: dyn, populators: admission.NewPopulatorCache(dyn, time.Hour)}, nil
+	return &Cluster{ctx: ctx, snap: snap, kube: kube, dyn: dyn, populators: clusterlookup.NewPopulatorCache(dyn, time.Hour)}, nil
 }
 
 // read runs one call with a timeout and turns NotFound into absence.

@@ -1,4 +1,10 @@
-package admission
+// Package clusterlookup serves the webhook's validation.Lookup from the
+// cluster: informer caches of classes, snapshots, contents, claims and
+// volumes, the few reads that must be live, the group classes once their
+// CRD is served, and the registered volume populators. It is apart from
+// package admission so that the request path (decoding, validation,
+// answers, and its fuzz targets) builds without the client libraries.
+package clusterlookup
 
 import (
 	"context"
@@ -30,10 +36,10 @@ import (
 // a slow API server costs a warning, not the caller's whole webhook timeout.
 const freshReadTimeout = 3 * time.Second
 
-// ClusterLookup serves validation.Lookup from informer caches, with the
+// Lookup serves validation.Lookup from informer caches, with the
 // one read that must be fresh (the classes, when a new default is judged)
 // going to the API server.
-type ClusterLookup struct {
+type Lookup struct {
 	classes    snaplisters.VolumeSnapshotClassLister
 	snapshots  snaplisters.VolumeSnapshotLister
 	contents   snaplisters.VolumeSnapshotContentLister
@@ -49,13 +55,13 @@ type ClusterLookup struct {
 	synced []cache.InformerSynced
 }
 
-// NewClusterLookup registers the informers it needs with the factories;
+// New registers the informers it needs with the factories;
 // start the factories afterwards, and call WatchGroupClasses for the
 // VolumeGroupSnapshotClasses. populators may be nil (none registered).
-func NewClusterLookup(snaps snapinformers.SharedInformerFactory, core informers.SharedInformerFactory,
-	client snapclientset.Interface, populators *PopulatorCache) *ClusterLookup {
+func New(snaps snapinformers.SharedInformerFactory, core informers.SharedInformerFactory,
+	client snapclientset.Interface, populators *PopulatorCache) *Lookup {
 	v1 := snaps.Snapshot().V1()
-	l := &ClusterLookup{
+	l := &Lookup{
 		classes:    v1.VolumeSnapshotClasses().Lister(),
 		snapshots:  v1.VolumeSnapshots().Lister(),
 		contents:   v1.VolumeSnapshotContents().Lister(),
@@ -77,7 +83,7 @@ func NewClusterLookup(snaps snapinformers.SharedInformerFactory, core informers.
 }
 
 // Synced is the /readyz check of the caches.
-func (l *ClusterLookup) Synced() error {
+func (l *Lookup) Synced() error {
 	for _, s := range l.synced {
 		if !s() {
 			return errors.New("informer caches not synced yet")
@@ -87,12 +93,12 @@ func (l *ClusterLookup) Synced() error {
 }
 
 // ForRequest binds the lookup to a request's context.
-func (l *ClusterLookup) ForRequest(ctx context.Context) validation.Lookup {
+func (l *Lookup) ForRequest(ctx context.Context) validation.Lookup {
 	return requestLookup{l: l, ctx: ctx}
 }
 
 type requestLookup struct {
-	l   *ClusterLookup
+	l   *Lookup
 	ctx context.Context
 }
 

@@ -1,4 +1,4 @@
-package admission
+package clusterlookup
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // would then judge an older set of claims, and admit a group that mixes
 // drivers. Groups are rare, so the extra read costs little; when it fails
 // the cache answers. It returns l.
-func (l *ClusterLookup) ReadClaimsLive(kube kubernetes.Interface) *ClusterLookup {
+func (l *Lookup) ReadClaimsLive(kube kubernetes.Interface) *Lookup {
 	l.kube = kube
 	return l
 }

@@ -1,4 +1,4 @@
-package admission
+package clusterlookup
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestReadClaimsLiveSeesWhatTheCacheDoesNotYet(t *testing.T) {
 	//lint:ignore SA1019 client/v8 generates no apply configurations, so it has no NewClientset
 	snaps := snapfake.NewSimpleClientset()
 	// Factories never started: empty caches.
-	l := NewClusterLookup(snapinformers.NewSharedInformerFactory(snaps, 0), informers.NewSharedInformerFactory(kube, 0), snaps, nil)
+	l := New(snapinformers.NewSharedInformerFactory(snaps, 0), informers.NewSharedInformerFactory(kube, 0), snaps, nil)
 
 	cached := l.ForRequest(context.Background())
 	if got, err := cached.ListPVCs("ns", labels.SelectorFromSet(labels.Set{"app": "db"})); err != nil || len(got) != 0 {
@@ -51,7 +51,7 @@ func TestClassReadLiveOnACacheMiss(t *testing.T) {
 	kube := kubefake.NewClientset()
 	//lint:ignore SA1019 client/v8 generates no apply configurations, so it has no NewClientset
 	snaps := snapfake.NewSimpleClientset(&snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, Driver: "d"})
-	l := NewClusterLookup(snapinformers.NewSharedInformerFactory(snaps, 0), informers.NewSharedInformerFactory(kube, 0), snaps, nil)
+	l := New(snapinformers.NewSharedInformerFactory(snaps, 0), informers.NewSharedInformerFactory(kube, 0), snaps, nil)
 	r := l.ForRequest(context.Background())
 	if c, err := r.GetClass("gold"); err != nil || c == nil || c.Driver != "d" {
 		t.Fatalf("GetClass on a cache miss: %v, %v; want the API server's class", c, err)

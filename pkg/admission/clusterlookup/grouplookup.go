@@ -1,4 +1,4 @@
-package admission
+package clusterlookup
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type groupClasses struct {
 // the API server serves the resource: now, or at the first check (every
 // interval, <= 0 means DefaultGroupDiscoveryInterval) that finds it after
 // the CRDs are installed. It returns at once; the informer stops with ctx.
-func (l *ClusterLookup) WatchGroupClasses(ctx context.Context, interval time.Duration) {
+func (l *Lookup) WatchGroupClasses(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultGroupDiscoveryInterval
 	}

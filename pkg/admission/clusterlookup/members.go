@@ -1,4 +1,4 @@
-package admission
+package clusterlookup
 
 import (
 	"fmt"
