@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/container-storage-interface/spec v1.14.0
+	github.com/u-root/u-root v0.16.0
 	go.etcd.io/etcd/server/v3 v3.7.0
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12

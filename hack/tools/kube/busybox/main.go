@@ -1,11 +1,13 @@
 // Command busybox is the node plane's stand-in for the busybox image the
 // Kubernetes e2e storage suites run their pods with (`make node-images`
 // packs it under that image's name): one static binary that is a POSIX
-// shell (mvdan.cc/sh) and the few tools those pods call (cat, sleep, sync,
-// ls, mkdir, ...), chosen by the name it runs as (/bin/sh, /bin/cat are
-// links to it) or by its first argument (`busybox cat f`). There is no
-// registry here to pull the real one from, and it cannot be built from a Go
-// module.
+// shell (mvdan.cc/sh) and the few tools those pods call, chosen by the name
+// it runs as (/bin/sh, /bin/cat are links to it) or by its first argument
+// (`busybox cat f`). There is no registry here to pull the real one from,
+// and it cannot be built from a Go module. cat, cp, ls, mkdir, rm and touch
+// are u-root's (github.com/u-root/u-root/pkg/core); the rest are small
+// here because u-root has them only as main packages, which become one
+// binary only through its own source rewriter (makebb), not a Go build.
 package main
 
 import (
@@ -26,6 +28,13 @@ import (
 	"syscall"
 	"time"
 
+	uroot "github.com/u-root/u-root/pkg/core"
+	"github.com/u-root/u-root/pkg/core/cat"
+	"github.com/u-root/u-root/pkg/core/cp"
+	"github.com/u-root/u-root/pkg/core/ls"
+	"github.com/u-root/u-root/pkg/core/mkdir"
+	"github.com/u-root/u-root/pkg/core/rm"
+	"github.com/u-root/u-root/pkg/core/touch"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -39,13 +48,13 @@ var applets map[string]applet
 
 func init() {
 	applets = map[string]applet{
-		"sh": shell, "cat": cat, "echo": echo, "sleep": sleep, "sync": syncFS,
-		"ls": ls, "mkdir": mkdir, "rm": rm, "touch": touch, "grep": grep,
+		"sh": shell, "cat": core("cat", cat.New), "echo": echo, "sleep": sleep, "sync": syncFS,
+		"ls": core("ls", ls.New), "mkdir": core("mkdir", mkdir.New), "rm": core("rm", rm.New), "touch": core("touch", touch.New), "grep": grep,
 		"head": head, "wc": wc, "md5sum": sum(md5.New), "sha256sum": sum(sha256.New),
 		"true":     func([]string, io.Reader, io.Writer, io.Writer) int { return 0 },
 		"false":    func([]string, io.Reader, io.Writer, io.Writer) int { return 1 },
 		"hostname": hostname, "id": id, "mount": mount, "env": env, "stat": stat,
-		"dd": dd, "cp": cp, "test": testApplet("test"), "[": testApplet("["),
+		"dd": dd, "cp": core("cp", cp.New), "test": testApplet("test"), "[": testApplet("["),
 	}
 }
 
@@ -74,6 +83,18 @@ func main() {
 		os.Exit(127)
 	}
 	os.Exit(a(args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// core is one of u-root's commands as an applet.
+func core(name string, newCommand func() uroot.Command) applet {
+	return func(args []string, in io.Reader, out, errOut io.Writer) int {
+		c := newCommand()
+		c.SetIO(in, out, errOut)
+		if err := c.Run(args...); err != nil {
+			return fail(errOut, name, err)
+		}
+		return 0
+	}
 }
 
 func fail(errOut io.Writer, cmd string, err error) int {
@@ -168,36 +189,18 @@ func runApplets(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
 			return next(ctx, args)
 		}
 		hc := interp.HandlerCtx(ctx)
+		// Applets resolve relative paths against the process's directory:
+		// make it the shell's (after a `cd`).
+		if hc.Dir != "" {
+			if err := os.Chdir(hc.Dir); err != nil {
+				return err
+			}
+		}
 		if code := a(args[1:], hc.Stdin, hc.Stdout, hc.Stderr); code != 0 {
 			return interp.ExitStatus(code)
 		}
 		return nil
 	}
-}
-
-func cat(args []string, in io.Reader, out, errOut io.Writer) int {
-	if len(args) == 0 {
-		args = []string{"-"}
-	}
-	code := 0
-	for _, a := range args {
-		if a == "-" {
-			if _, err := io.Copy(out, in); err != nil {
-				code = fail(errOut, "cat", err)
-			}
-			continue
-		}
-		f, err := os.Open(a)
-		if err != nil {
-			code = fail(errOut, "cat", err)
-			continue
-		}
-		if _, err := io.Copy(out, f); err != nil {
-			code = fail(errOut, "cat", err)
-		}
-		f.Close()
-	}
-	return code
 }
 
 func echo(args []string, _ io.Reader, out, _ io.Writer) int {
@@ -235,108 +238,6 @@ func sleep(args []string, _ io.Reader, _, errOut io.Writer) int {
 func syncFS([]string, io.Reader, io.Writer, io.Writer) int {
 	syscall.Sync()
 	return 0
-}
-
-func ls(args []string, _ io.Reader, out, errOut io.Writer) int {
-	long := false
-	var paths []string
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			long = long || strings.Contains(a, "l")
-			continue
-		}
-		paths = append(paths, a)
-	}
-	if len(paths) == 0 {
-		paths = []string{"."}
-	}
-	code := 0
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			code = fail(errOut, "ls", err)
-			continue
-		}
-		entries := []os.FileInfo{fi}
-		if fi.IsDir() {
-			des, err := os.ReadDir(p)
-			if err != nil {
-				code = fail(errOut, "ls", err)
-				continue
-			}
-			entries = entries[:0]
-			for _, de := range des {
-				if i, err := de.Info(); err == nil {
-					entries = append(entries, i)
-				}
-			}
-		}
-		for _, e := range entries {
-			if long {
-				fmt.Fprintf(out, "%s %10d %s %s\n", e.Mode(), e.Size(), e.ModTime().Format("Jan _2 15:04"), e.Name())
-			} else {
-				fmt.Fprintln(out, e.Name())
-			}
-		}
-	}
-	return code
-}
-
-func mkdir(args []string, _ io.Reader, _, errOut io.Writer) int {
-	parents, code := false, 0
-	for _, a := range args {
-		if a == "-p" {
-			parents = true
-			continue
-		}
-		var err error
-		if parents {
-			err = os.MkdirAll(a, 0o755)
-		} else {
-			err = os.Mkdir(a, 0o755)
-		}
-		if err != nil {
-			code = fail(errOut, "mkdir", err)
-		}
-	}
-	return code
-}
-
-func rm(args []string, _ io.Reader, _, errOut io.Writer) int {
-	recursive, force, code := false, false, 0
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			recursive = recursive || strings.ContainsAny(a, "rR")
-			force = force || strings.Contains(a, "f")
-			continue
-		}
-		var err error
-		if recursive {
-			err = os.RemoveAll(a)
-		} else {
-			err = os.Remove(a)
-		}
-		if err != nil && !(force && os.IsNotExist(err)) {
-			code = fail(errOut, "rm", err)
-		}
-	}
-	return code
-}
-
-func touch(args []string, _ io.Reader, _, errOut io.Writer) int {
-	code := 0
-	now := time.Now()
-	for _, a := range args {
-		f, err := os.OpenFile(a, os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			f.Close()
-			err = os.Chtimes(a, now, now)
-		}
-		if err != nil {
-			code = fail(errOut, "touch", err)
-		}
-	}
-	return code
 }
 
 // grep matches fixed strings (-F is the only mode), with -q, -v, -c.
@@ -534,7 +435,7 @@ func mount(args []string, in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintln(errOut, "mount: only listing is supported")
 		return 1
 	}
-	return cat([]string{"/proc/mounts"}, in, out, errOut)
+	return core("cat", cat.New)([]string{"/proc/mounts"}, in, out, errOut)
 }
 
 func env(_ []string, _ io.Reader, out, _ io.Writer) int {
@@ -637,25 +538,6 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n * mult, err
-}
-
-func cp(args []string, _ io.Reader, _, errOut io.Writer) int {
-	if len(args) != 2 {
-		fmt.Fprintln(errOut, "cp: usage: cp SRC DST")
-		return 1
-	}
-	src, dst := args[0], args[1]
-	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
-		dst = filepath.Join(dst, filepath.Base(src))
-	}
-	b, err := os.ReadFile(src)
-	if err == nil {
-		err = os.WriteFile(dst, b, 0o644)
-	}
-	if err != nil {
-		return fail(errOut, "cp", err)
-	}
-	return 0
 }
 
 // testApplet runs the shell's own test (or [) builtin.
