@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"flag"
 	"fmt"
 	"os"
@@ -8,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -25,6 +28,8 @@ var imageBinaries = []string{"snapkeeper-controller", "snapkeeper-webhook", "sna
 // imageOptions describe one image index.
 type imageOptions struct {
 	binDir, out, caFile string
+	tarball, name       string
+	level               int // gzip level of the layers
 	version, revision   string
 	source, tag         string
 	created             time.Time
@@ -45,6 +50,8 @@ func runImage(args []string) error {
 	fs.StringVar(&o.tag, "tag", "", "Tag recorded in the layout (org.opencontainers.image.ref.name); default the version with + as _.")
 	fs.Int64Var(&epoch, "epoch", -1, "Commit time in Unix seconds (SOURCE_DATE_EPOCH): image creation and file times.")
 	fs.StringVar(&platforms, "platforms", "linux/amd64,linux/arm64", "Comma-separated OS/ARCH list.")
+	fs.StringVar(&o.tarball, "tarball", "", "Instead of -out: a docker-archive tarball of the one image of -platforms, for the node plane's containerd (`make test`'s image).")
+	fs.StringVar(&o.name, "name", "", "With -tarball: the reference the tarball carries (REPOSITORY:TAG).")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,11 +69,45 @@ func runImage(args []string) error {
 		}
 		o.platforms = append(o.platforms, v1.Platform{OS: goos, Architecture: arch})
 	}
+	if o.tarball != "" {
+		o.level = gzip.BestSpeed
+		return writeTarball(o)
+	}
 	idx, err := buildIndex(o)
 	if err != nil {
 		return err
 	}
 	return writeLayout(o, idx)
+}
+
+// writeTarball writes the image of the one platform of o as a
+// docker-archive tarball tagged o.name: the same image as the layout's
+// for that platform, without writing the layout first.
+func writeTarball(o imageOptions) error {
+	if len(o.platforms) != 1 || o.name == "" {
+		return fmt.Errorf("image: -tarball needs one platform in -platforms and -name")
+	}
+	tag, err := name.NewTag(o.name)
+	if err != nil {
+		return fmt.Errorf("image: -name: %w", err)
+	}
+	base, err := baseEntries(o.caFile)
+	if err != nil {
+		return err
+	}
+	baseLayer, err := newLayer(base, o.created, o.level)
+	if err != nil {
+		return err
+	}
+	img, err := buildImage(o, o.platforms[0], baseLayer)
+	if err != nil {
+		return err
+	}
+	tmp := o.tarball + ".tmp"
+	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		return err
+	}
+	return os.Rename(tmp, o.tarball)
 }
 
 // labels are the image's OCI labels, also set as index annotations.
@@ -82,11 +123,14 @@ func (o imageOptions) labels() map[string]string {
 }
 
 func buildIndex(o imageOptions) (v1.ImageIndex, error) {
+	if o.level == gzip.NoCompression {
+		o.level = gzip.BestCompression // what we publish
+	}
 	base, err := baseEntries(o.caFile)
 	if err != nil {
 		return nil, err
 	}
-	baseLayer, err := newLayer(base, o.created)
+	baseLayer, err := newLayer(base, o.created, o.level)
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +149,17 @@ func buildIndex(o imageOptions) (v1.ImageIndex, error) {
 func buildImage(o imageOptions, p v1.Platform, baseLayer v1.Layer) (v1.Image, error) {
 	bins := map[string][]byte{}
 	for _, name := range imageBinaries {
-		data, err := os.ReadFile(filepath.Join(o.binDir, fmt.Sprintf("%s-%s-%s", name, p.OS, p.Architecture)))
+		file := filepath.Join(o.binDir, fmt.Sprintf("%s-%s-%s", name, p.OS, p.Architecture))
+		data, err := os.ReadFile(file)
 		if err != nil {
+			return nil, err
+		}
+		if err := static(file, data); err != nil {
 			return nil, err
 		}
 		bins[name] = data
 	}
-	binLayer, err := newLayer(binEntries(bins), o.created)
+	binLayer, err := newLayer(binEntries(bins), o.created, o.level)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,18 @@ func TestImageContent(t *testing.T) {
 	}
 	if _, err := os.Stat(o.out + ".digests"); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestStaticRefusesDynamicBinaries(t *testing.T) {
+	if err := static("script", []byte("#!/bin/sh\necho hi\n")); err != nil {
+		t.Errorf("a script: %v", err)
+	}
+	data, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Skip("no /bin/sh to read:", err)
+	}
+	if err := static("/bin/sh", data); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("/bin/sh (dynamically linked): got %v, want the refusal naming CGO_ENABLED=0", err)
 	}
 }

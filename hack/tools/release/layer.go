@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -99,14 +98,16 @@ func tarBytes(es []entry, mtime time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// newLayer is an OCI gzip layer of the entries; gzip's own header carries
-// no time or name, so the compressed digest is stable too.
-func newLayer(es []entry, mtime time.Time) (v1.Layer, error) {
+// newLayer is an OCI gzip layer of the entries, at gzip level level
+// (BestCompression for what we publish; BestSpeed for the node plane's
+// tarballs, which never leave the machine); gzip's own header carries no
+// time or name, so the compressed digest is stable too.
+func newLayer(es []entry, mtime time.Time, level int) (v1.Layer, error) {
 	raw, err := tarBytes(es, mtime)
 	if err != nil {
 		return nil, err
 	}
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(raw)), nil
-	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
+	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(level))
 }

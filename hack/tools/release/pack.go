@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
 	"flag"
 	"fmt"
 	"os"
@@ -95,6 +98,9 @@ func packImage(o packOptions) (v1.Image, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := static(src, data); err != nil {
+			return nil, err
+		}
 		parents(dst)
 		es = append(es, entry{path: strings.TrimPrefix(dst, "/"), mode: 0o755, data: data})
 		if entrypoint == "" {
@@ -114,11 +120,11 @@ func packImage(o packOptions) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	baseLayer, err := newLayer(base, created)
+	baseLayer, err := newLayer(base, created, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
-	fileLayer, err := newLayer(es, created)
+	fileLayer, err := newLayer(es, created, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
@@ -167,4 +173,21 @@ func layoutImage(dir string) (v1.Image, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s: no linux/%s image", dir, runtime.GOARCH)
+}
+
+// static refuses an ELF binary that needs a dynamic loader: the images
+// have no C library, so a binary built with cgo would fail at its pod's
+// start with a bare "no such file or directory".
+func static(file string, data []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil // not ELF: a script or data file
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked (built with cgo): images need static binaries; remove it and build it again with CGO_ENABLED=0 (the Makefile's default)", file)
+		}
+	}
+	return nil
 }
