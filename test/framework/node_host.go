@@ -280,6 +280,56 @@ func (n *Node) cleanHost() {
 	}
 }
 
+// Leftovers is what the node left on the host after Stop, each as one
+// line (nothing when the teardown was complete): its processes (by PID),
+// containerd's shims on its socket, mounts under its directories, network
+// namespaces, the bridge, iptables chains, nftables tables and cgroups
+// that were not there before it started.
+func (n *Node) Leftovers() []string {
+	var left []string
+	for _, p := range n.procs {
+		if !p.Exited() {
+			left = append(left, fmt.Sprintf("process %s (pid %d) still runs", p.Name, p.Pid()))
+		}
+	}
+	for _, pid := range globs("/proc/[0-9]*") {
+		if b, err := os.ReadFile(filepath.Join(pid, "cmdline")); err == nil && n.sock != "" &&
+			strings.Contains(string(b), "containerd-shim") && strings.Contains(string(b), n.sock) {
+			left = append(left, "containerd shim "+filepath.Base(pid)+" still runs")
+		}
+	}
+	for _, m := range mountPoints() {
+		if strings.HasPrefix(m, n.dir+"/") || m == n.dir || (n.runDir != "" && strings.HasPrefix(m, n.runDir+"/")) ||
+			(strings.HasPrefix(m, "/run/netns/cni-") && !n.before.netns[m]) {
+			left = append(left, "mount "+m)
+		}
+	}
+	for _, f := range globs("/run/netns/cni-*") {
+		if !n.before.netns[f] {
+			left = append(left, "network namespace "+f)
+		}
+	}
+	if exec.Command("ip", "link", "show", nodeBridge).Run() == nil {
+		left = append(left, "bridge "+nodeBridge)
+	}
+	for _, c := range allChains() {
+		if !n.before.chains[c] {
+			left = append(left, "chain "+c)
+		}
+	}
+	for _, t := range nftTables() {
+		if f := strings.Fields(t); !n.before.nft[t] && len(f) == 3 && (f[1] == "ip" || f[1] == "ip6") {
+			left = append(left, fmt.Sprintf("nftables %s (%d rules)", t, nftRules(f[1], f[2])))
+		}
+	}
+	for _, d := range nodeCgroups() {
+		if !n.before.cgroups[d] {
+			left = append(left, "cgroup "+d)
+		}
+	}
+	return left
+}
+
 // removeChains deletes the iptables chains that appeared while the node
 // ran (the kubelet's, kube-proxy's, the CNI plugins'), with the jumps into
 // them from the built-in chains.
@@ -333,12 +383,29 @@ func (n *Node) removeNFTables() {
 		if n.before.nft[t] || len(f) != 3 || (f[1] != "ip" && f[1] != "ip6") {
 			continue
 		}
-		out, err := exec.Command("nft", "list", "table", f[1], f[2]).Output()
-		if err == nil && !strings.Contains(string(out), "counter") && !strings.Contains(string(out), "jump") &&
-			!strings.Contains(string(out), "accept") && !strings.Contains(string(out), "drop") {
+		if nftRules(f[1], f[2]) == 0 {
 			_ = exec.Command("nft", "delete", "table", f[1], f[2]).Run()
 		}
 	}
+}
+
+// nftRules counts the rules of an nftables table: the lines of its listing
+// that are not a table, a chain, a chain's hook and policy, or a brace
+// (-1 when it cannot be listed).
+func nftRules(family, table string) int {
+	out, err := exec.Command("nft", "list", "table", family, table).Output()
+	if err != nil {
+		return -1
+	}
+	rules := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l == "}" || strings.HasPrefix(l, "table ") || strings.HasPrefix(l, "chain ") || strings.HasPrefix(l, "type ") {
+			continue
+		}
+		rules++
+	}
+	return rules
 }
 
 func allChains() []string {

@@ -267,17 +267,43 @@ func TestSnapshotThroughPods(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	text := fmt.Sprintf("written by %s at %s", t.Name(), time.Now().Format(time.RFC3339Nano))
-	claim(t, ctx, ns, "data", nil)
-	start := time.Now()
-	podWithClaim(t, ctx, ns, "writer", "data", []string{"/podtool", "write", "/data/file", text})
-	t.Logf("writer Running %v after its claim was created", time.Since(start).Round(time.Millisecond))
+	text := writeThroughPod(t, ctx, ns, "data", nil)
+	snapshotAndRestore(t, ctx, ns, "data", dataDir, text)
+	removeAllThroughPods(t, ctx, ns, dataDir)
+}
 
-	start = time.Now()
+// writeThroughPod creates claim name (with labels) and a pod "writer" that
+// writes a line naming the test to /data/file in it; it returns the line.
+func writeThroughPod(t *testing.T, ctx context.Context, ns, name string, labels map[string]string) string {
+	t.Helper()
+	text := fmt.Sprintf("written by %s at %s", t.Name(), time.Now().Format(time.RFC3339Nano))
+	claim(t, ctx, ns, name, nil)
+	if len(labels) > 0 {
+		c, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			c.Labels = labels
+			_, err = env.Kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, c, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	podWithClaim(t, ctx, ns, "writer", name, []string{"/podtool", "write", "/data/file", text})
+	t.Logf("writer Running %v after its claim was created", time.Since(start).Round(time.Millisecond))
+	return text
+}
+
+// snapshotAndRestore snapshots claim source as "snap" (class node-csi),
+// checks that the driver keeps the snapshot's data, restores it into claim
+// "restored" and reads text back from a pod "reader" mounting it.
+func snapshotAndRestore(t *testing.T, ctx context.Context, ns, source, dataDir, text string) {
+	t.Helper()
+	start := time.Now()
 	cls := "node-csi"
 	vs := &snapv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: ns},
-		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptrTo("data")}, VolumeSnapshotClassName: &cls},
+		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptrTo(source)}, VolumeSnapshotClassName: &cls},
 	}
 	if _, err := env.Snap.SnapshotV1().VolumeSnapshots(ns).Create(ctx, vs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -314,19 +340,23 @@ func TestSnapshotThroughPods(t *testing.T) {
 		t.Errorf("restored claim holds %q, want %q", got, text)
 	}
 	t.Logf("restored claim mounted and read back %d bytes %v after its claim was created", len(got), time.Since(start).Round(time.Millisecond))
+}
 
-	// Everything deleted: the backend snapshot and both volumes go.
+// removeAllThroughPods deletes the namespace's pods, snapshots and claims
+// and waits until the driver holds no snapshot and no volume.
+func removeAllThroughPods(t *testing.T, ctx context.Context, ns, dataDir string) {
+	t.Helper()
 	grace := int64(1)
-	for _, p := range []string{"writer", "reader"} {
-		_ = env.Kube.CoreV1().Pods(ns).Delete(ctx, p, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-	}
-	if err := env.Snap.SnapshotV1().VolumeSnapshots(ns).Delete(ctx, "snap", metav1.DeleteOptions{}); err != nil {
+	if err := env.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"data", "restored"} {
-		_ = env.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, c, metav1.DeleteOptions{})
+	if err := env.Snap.SnapshotV1().VolumeSnapshots(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	err = framework.Poll(3*time.Minute, "backend data removed", func() (bool, error) {
+	if err := env.Kube.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := framework.Poll(3*time.Minute, "backend data removed", func() (bool, error) {
 		left := append(entries(filepath.Join(dataDir, "snapshots")), entries(filepath.Join(dataDir, "volumes"))...)
 		return len(left) == 0, fmt.Errorf("left on the backend: %v", left)
 	})

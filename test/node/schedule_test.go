@@ -11,7 +11,6 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/pkg/schedule"
 	"github.com/snapkeeper/snapkeeper/test/framework"
@@ -30,32 +29,8 @@ func TestScheduleThroughPods(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	text := fmt.Sprintf("written by %s at %s", t.Name(), time.Now().Format(time.RFC3339Nano))
-	claim(t, ctx, ns, "data", nil)
-	if _, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType,
-		[]byte(`{"metadata":{"labels":{"backup":"minutely"}}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	podWithClaim(t, ctx, ns, "writer", "data", []string{"/podtool", "write", "/data/file", text})
-
-	manifest := fmt.Sprintf(`apiVersion: snapkeeper.io/v1alpha1
-kind: SnapshotSchedule
-metadata:
-  name: minutely
-  namespace: %s
-spec:
-  schedule: "* * * * *"
-  claimSelector:
-    matchLabels:
-      backup: minutely
-  snapshotTemplate:
-    volumeSnapshotClassName: node-csi
-  retention:
-    keepLast: 1
-`, ns)
-	if _, stderr, err := env.Kubectl(ctx, strings.NewReader(manifest), "apply", "-f", "-"); err != nil {
-		t.Fatalf("kubectl apply the schedule: %v\n%s", err, stderr)
-	}
+	text := writeThroughPod(t, ctx, ns, "data", map[string]string{"backup": "minutely"})
+	applySchedule(t, ctx, ns, "minutely", "backup: minutely")
 	start := time.Now()
 	seen := map[string]bool{}
 	var kept snapv1.VolumeSnapshot
@@ -103,4 +78,29 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// applySchedule applies with kubectl a SnapshotSchedule name that cuts a
+// snapshot of class node-csi of every claim labelled selector ("key:
+// value") each minute and keeps the last one.
+func applySchedule(t *testing.T, ctx context.Context, ns, name, selector string) {
+	t.Helper()
+	manifest := fmt.Sprintf(`apiVersion: snapkeeper.io/v1alpha1
+kind: SnapshotSchedule
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  schedule: "* * * * *"
+  claimSelector:
+    matchLabels:
+      %s
+  snapshotTemplate:
+    volumeSnapshotClassName: node-csi
+  retention:
+    keepLast: 1
+`, name, ns, selector)
+	if _, stderr, err := env.Kubectl(ctx, strings.NewReader(manifest), "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply the schedule: %v\n%s", err, stderr)
+	}
 }
