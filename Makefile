@@ -18,6 +18,14 @@ TEST_TIMEOUT ?= 45m
 FAULTS_TIMEOUT ?= 150m
 BENCH_N      ?= 500
 
+# Every Go build here is static (CGO_ENABLED=0): the binaries the process
+# planes run are the ones the node plane's images carry, each package
+# compiled once for both (`make unit` turns cgo back on: the race detector
+# needs it; `make release` sets its own).
+CGO_ENABLED ?= 0
+export CGO_ENABLED
+HOST_ARCH := $(shell $(GO) env GOARCH)
+
 PROM_TOOLS := $(BIN)/promtool $(BIN)/promql-series
 KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy $(BIN)/etcd
 TOOLS      := $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm $(BIN)/controller-gen $(BIN)/crdfix $(PROM_TOOLS)
@@ -30,7 +38,7 @@ PEERS      := $(BIN)/snapshot-controller $(BIN)/csi-snapshotter
 peer_version = $(shell awk '$$1=="require" && $$2=="github.com/kubernetes-csi/external-snapshotter/v8" {print $$3}' hack/tools/$(1)/go.mod)
 COMMUNITY_VERSION := $(call peer_version,peers)
 
-.PHONY: node-tools node-images test-node check-mods check-drift test-backup test-gitops
+.PHONY: node-tools node-images node-images-short test-node test-node-short check-mods check-drift test-backup test-gitops
 .PHONY: test-migration-previous
 .PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
 
@@ -116,7 +124,7 @@ check-crds: crds
 
 # Unit tests with the race detector (everything outside test/).
 unit:
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
+	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 # Every Go fuzz target (the webhook's decoders and handler, the rules, the
 # manifest reader) for FUZZTIME each; prints the executions per target and
@@ -152,9 +160,10 @@ check-drift:
 	$(GO) run ./hack/drift
 
 # Our commands for the e2e packages, linked once instead of once per test
-# process (test/framework OwnBinary, $$SNAPKEEPER_OWN_BINARIES).
+# process (test/framework OwnBinary, $$SNAPKEEPER_OWN_BINARIES), with the
+# version stamp: the node plane's image carries these same binaries.
 own-binaries:
-	$(GO) build -o $(ABS_BIN)/own/ ./cmd/controller ./cmd/webhook ./cmd/snapctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(ABS_BIN)/own/ ./cmd/controller ./cmd/webhook ./cmd/snapctl
 
 # The monitoring checks alone (docs/metrics.md, "Checking alerts, dashboard
 # and metrics"): promtool on the chart's PrometheusRule and its unit tests,
@@ -294,24 +303,27 @@ $(BIN)/e2e.test: hack/tools/kube/go.mod hack/tools/kube/go.sum $(wildcard hack/t
 $(BIN)/cert-manager: hack/tools/certmanager/go.mod hack/tools/certmanager/go.sum hack/tools/certmanager/cert-manager/main.go
 	cd hack/tools/certmanager && $(GO) build -o $(ABS_BIN)/cert-manager ./cert-manager
 
-node-images: $(addprefix $(NODE_IMAGES)/,pause.tar podtool.tar snapkeeper.tar mock-csi-driver.tar csi-provisioner.tar snapshot-controller.tar csi-snapshotter.tar e2e-busybox.tar e2e-pause.tar previous.tar)
-$(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/mock-csi-driver $(NODE_STATIC)/busybox &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go hack/tools/kube/busybox/main.go $(wildcard hack/tools/kube/mockcsi/*.go)
-	cd hack/tools/kube && CGO_ENABLED=0 $(GO) build -o $(ABS_BIN)/node-images/static/ ./pause ./podtool ./mockcsi ./busybox && mv $(ABS_BIN)/node-images/static/mockcsi $(ABS_BIN)/node-images/static/mock-csi-driver
-$(NODE_STATIC)/csi-provisioner: hack/tools/provisioner/go.mod hack/tools/provisioner/go.sum
-	cd hack/tools/provisioner && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=v6.4.0" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
-$(NODE_STATIC)/snapshot-controller $(NODE_STATIC)/csi-snapshotter &: hack/tools/peers/go.mod hack/tools/peers/go.sum
-	cd hack/tools/peers && CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(COMMUNITY_VERSION)" -o $(ABS_BIN)/node-images/static/ github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
+# The images of `make test`'s short node form (test-node-short), then the
+# rest for the whole node suite. Binaries already built for the process
+# planes (static, as every build here) are packed as they are: the mock
+# CSI driver, csi-provisioner, the community pair and ours (own-binaries).
+NODE_SHORT_IMAGES := $(addprefix $(NODE_IMAGES)/,pause.tar podtool.tar snapkeeper.tar mock-csi-driver.tar csi-provisioner.tar)
+node-images-short: $(NODE_SHORT_IMAGES)
+node-images: $(NODE_SHORT_IMAGES) $(addprefix $(NODE_IMAGES)/,snapshot-controller.tar csi-snapshotter.tar e2e-busybox.tar e2e-pause.tar previous.tar)
+$(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/busybox &: hack/tools/kube/go.mod hack/tools/kube/go.sum hack/tools/kube/pause/main.go hack/tools/kube/podtool/main.go hack/tools/kube/busybox/main.go
+	cd hack/tools/kube && CGO_ENABLED=0 $(GO) build -o $(ABS_BIN)/node-images/static/ ./pause ./podtool ./busybox
+	touch $(NODE_STATIC)/pause $(NODE_STATIC)/podtool $(NODE_STATIC)/busybox
 $(NODE_IMAGES)/pause.tar: $(NODE_STATIC)/pause $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/pause:1 -file $<:/pause -out $@
 $(NODE_IMAGES)/podtool.tar: $(NODE_STATIC)/podtool $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/podtool:1 -file $<:/podtool -user 65532:65532 -out $@
-$(NODE_IMAGES)/mock-csi-driver.tar: $(NODE_STATIC)/mock-csi-driver $(RELEASE_TOOL)
+$(NODE_IMAGES)/mock-csi-driver.tar: $(BIN)/mock-csi-driver $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/mock-csi-driver:1 -file $<:/usr/local/bin/mock-csi-driver -out $@
-$(NODE_IMAGES)/csi-provisioner.tar: $(NODE_STATIC)/csi-provisioner $(RELEASE_TOOL)
+$(NODE_IMAGES)/csi-provisioner.tar: $(BIN)/csi-provisioner $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-provisioner:v6.4.0 -file $<:/csi-provisioner -out $@
-$(NODE_IMAGES)/snapshot-controller.tar: $(NODE_STATIC)/snapshot-controller $(RELEASE_TOOL)
+$(NODE_IMAGES)/snapshot-controller.tar: $(BIN)/snapshot-controller $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/snapshot-controller:$(COMMUNITY_VERSION) -file $<:/snapshot-controller -out $@
-$(NODE_IMAGES)/csi-snapshotter.tar: $(NODE_STATIC)/csi-snapshotter $(RELEASE_TOOL)
+$(NODE_IMAGES)/csi-snapshotter.tar: $(BIN)/csi-snapshotter $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name snapkeeper.local/csi-snapshotter:$(COMMUNITY_VERSION) -file $<:/csi-snapshotter -out $@
 # The e2e suite's images under the names it asks for (e2e.test
 # -storage-images), already present so that nothing is pulled.
@@ -320,10 +332,18 @@ $(NODE_IMAGES)/e2e-busybox.tar: $(NODE_STATIC)/busybox $(BIN)/e2e.test $(RELEASE
 		$$(for a in $$($< --list); do printf -- '-link /bin/%s:busybox ' "$$a"; done) -entrypoint /bin/sh -out $@
 $(NODE_IMAGES)/e2e-pause.tar: $(NODE_STATIC)/pause $(BIN)/e2e.test $(RELEASE_TOOL)
 	$(RELEASE_TOOL) pack -name $$($(BIN)/e2e.test -storage-images | awk '$$1 == "pause" {print $$2}') -file $<:/pause -out $@
-# Our image as users pull it (`make image`), its host platform retagged
-# ghcr.io/snapkeeper/snapkeeper:<version>; snapkeeper.ref holds the tag.
-$(NODE_IMAGES)/snapkeeper.tar: image
-	$(RELEASE_TOOL) pack -name $(IMAGE_REPOSITORY):$(IMAGE_TAG) -layout $(IMAGE_LAYOUT) -out $@
+# Our image, the release image's layers and configuration for the host's
+# platform (`make image` builds both platforms from release binaries),
+# made of own-binaries' binaries, tagged ghcr.io/snapkeeper/snapkeeper:<version>
+# and written straight to the tarball containerd imports; snapkeeper.ref
+# holds the tag.
+$(NODE_IMAGES)/snapkeeper.tar: own-binaries $(RELEASE_TOOL)
+	@mkdir -p $(NODE_IMAGES)/own
+	ln -sf ../../own/controller $(NODE_IMAGES)/own/snapkeeper-controller-linux-$(HOST_ARCH)
+	ln -sf ../../own/webhook $(NODE_IMAGES)/own/snapkeeper-webhook-linux-$(HOST_ARCH)
+	ln -sf ../../own/snapctl $(NODE_IMAGES)/own/snapctl-linux-$(HOST_ARCH)
+	$(RELEASE_TOOL) image -bin $(NODE_IMAGES)/own -platforms linux/$(HOST_ARCH) -tarball $@ -name $(IMAGE_REPOSITORY):$(IMAGE_TAG) \
+	  -version $(VERSION) -revision $(REVISION) -epoch $(SOURCE_DATE_EPOCH)
 	echo $(IMAGE_TAG) >$(NODE_IMAGES)/snapkeeper.ref
 
 # The previous release (hack/previous-release) as its users have it, for
@@ -375,7 +395,24 @@ test-gitops: $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver own-bin
 # node, its pods Ready under Pod Security "restricted", the webhook
 # reached through its Service. Installs the OS packages it needs
 # (hack/node-deps.sh, root) and tears down what it created.
+# TestNodeShort is left to test-node-short, which covers nothing the others
+# do not.
 NODE_TIMEOUT ?= 60m
+NODE_ARGS ?= -skip '^TestNodeShort$$'
 test-node: tools own-binaries node-tools node-images
 	hack/node-deps.sh
 	SNAPKEEPER_NODE=1 SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -v -timeout $(NODE_TIMEOUT) $(NODE_ARGS) ./test/node/...
+
+# The node form `make test` runs (test/node TestNodeShort, a few minutes):
+# the chart on the node under Pod Security "restricted", our image as a
+# driver's sidecar, a snapshot restored and a schedule's snapshot cut
+# through pods, the webhook's denials through its Service, the host checked
+# clean after. Only the kube tools `make tools` builds and five small
+# images. hack/test.sh installs the node's packages in the background
+# (NODE_DEPS=true here) and sets SNAPKEEPER_NODE=if-possible: without root
+# or those packages the test says so in one line and passes.
+NODE_DEPS ?= hack/node-deps.sh
+NODE_SHORT_ARGS ?= -v
+test-node-short: $(KUBE_TOOLS) $(BIN)/csi-provisioner $(BIN)/mock-csi-driver $(BIN)/helm own-binaries node-images-short
+	$(NODE_DEPS)
+	SNAPKEEPER_NODE=$${SNAPKEEPER_NODE:-1} SNAPKEEPER_OWN_BINARIES=$(ABS_BIN)/own $(GO) test -count=1 -timeout 15m -run '^TestNodeShort$$' $(NODE_SHORT_ARGS) ./test/node

@@ -44,8 +44,8 @@ for t in "${targets[@]}"; do
 	note=""
 	if [ "$rc" -ne 0 ] && [ -z "$found" ] && deadline_race "$log"; then
 		# Go's fuzzing coordinator can report its own -fuzztime deadline as a
-		# failure when a worker is starved at that instant (golang/go#75804,
-		# fixed in Go 1.27): no input failed. Run the same number of
+		# failure when a worker is starved at that instant (a Go bug, fixed
+		# in Go 1.27): no input failed. Run the same number of
 		# executions again with a count budget, which has no deadline to race.
 		cp "$log" "$log.first"
 		args=(test -run '^$' -fuzz "^${name}\$" -fuzztime "${execs:-1000}x")

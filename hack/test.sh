@@ -10,7 +10,11 @@
 #      (it rewrites the CRD files the e2e tests read);
 #   2. the end-to-end tests at normal priority: test/faults (the longest
 #      package) and test/e2e/schedules (which waits on the clock's minutes)
-#      each in its own `go test` beside the others (-p 2);
+#      each in its own `go test` beside the others (-p 2), and the short
+#      node form (make test-node-short: its five images, then the chart's
+#      pods on a real node), whose Debian packages hack/node-deps.sh
+#      installs in the background from the start (as root; without root
+#      it is skipped in one line);
 #   3. meanwhile, at the lowest CPU priority (nice 19), the steps that only
 #      need CPU: gofmt, the test driver's vet and staticcheck, unit tests
 #      with the race detector, 5 s of each fuzz target, the test driver's
@@ -61,6 +65,16 @@ step() {
 start=$(date +%s)
 failed=()
 
+# The node form's Debian packages (containerd, runc, CNI plugins, ...),
+# installed while the builds run; the node step waits for this.
+node_root=$([ "$(id -u)" = 0 ] && echo yes || echo no)
+if [ "$node_root" = yes ]; then
+	(
+		hack/node-deps.sh
+		echo $? >"$logs/node-deps.rc"
+	) >"$logs/node-deps" 2>&1 &
+fi
+
 # 1. Builds. Without the tools nothing else can run. Our commands, `go vet`
 # and the community peers compile the same k8s.io packages (same versions):
 # whichever runs first pays, the others reuse (measured: peers 52 s after
@@ -76,7 +90,7 @@ step check-drift "$make" --no-print-directory check-drift || failed+=(check-drif
 
 # 2. End-to-end tests, in the background.
 export SNAPKEEPER_OWN_BINARIES=$PWD/bin/own
-mapfile -t others < <("$go" list ./test/... | grep -v -e '/test/faults$' -e '/schedules$')
+mapfile -t others < <("$go" list ./test/... | grep -v -e '/test/faults$' -e '/schedules$' -e '/test/node$')
 step e2e-faults "$go" test -count=1 -timeout 45m ./test/faults >"$logs/faults" 2>&1 &
 faults=$!
 # Schedules fire on the minute: their packages (e2e and faults) mostly wait
@@ -86,6 +100,17 @@ step e2e-schedules "$go" test -count=1 -p 2 -timeout 25m ./test/e2e/schedules ./
 schedules=$!
 step e2e "$go" test -count=1 -p 2 -timeout 45m "${others[@]}" >"$logs/e2e" 2>&1 &
 e2e=$!
+node=
+if [ "$node_root" = yes ]; then
+	(
+		while [ ! -f "$logs/node-deps.rc" ]; do sleep 1; done
+		cat "$logs/node-deps"
+		step e2e-node env SNAPKEEPER_NODE=if-possible "$make" --no-print-directory test-node-short NODE_DEPS=true
+	) >"$logs/node" 2>&1 &
+	node=$!
+else
+	echo "== e2e-node: skipped: not root (the node form starts containerd and a kubelet on this host); as root: make test-node-short" >"$logs/node"
+fi
 
 # 3. The CPU-only chain, niced, one make target after the other.
 for target in lint-static unit fuzz-short test-tools; do
@@ -97,6 +122,8 @@ wait "$faults" || failed+=(faults)
 cat "$logs/faults"
 wait "$schedules" || failed+=(e2e-schedules)
 cat "$logs/schedules"
+if [ -n "$node" ]; then wait "$node" || failed+=(e2e-node); fi
+cat "$logs/node"
 rm -rf "$logs"
 
 echo
