@@ -40,7 +40,7 @@ COMMUNITY_VERSION := $(call peer_version,peers)
 
 .PHONY: node-tools node-images node-images-short test-node test-node-short check-mods check-drift test-backup test-gitops
 .PHONY: test-migration-previous
-.PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart lint tools crds check-crds clean clean-tools
+.PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart bench-schedules lint tools crds check-crds clean clean-tools
 
 all: build
 
@@ -254,6 +254,13 @@ bench: tools $(PEERS)
 
 bench-coldstart: tools $(PEERS)
 	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -scale= -out docs/benchmarks-coldstart.md
+
+# The schedule stages alone (make bench runs them too): one hourly schedule
+# over 2,000 claims next to the same creates and deletes sent to the
+# community pair, then a schedule's run over 100,000 seeded scheduled
+# snapshots (about 25 minutes, most of it seeding); docs/benchmarks-schedules.md.
+bench-schedules: tools $(PEERS)
+	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -scale= -cold-start-m=0 -out docs/benchmarks-schedules.md
 
 # gofmt, go vet (ours and the test driver's module) and staticcheck.
 lint: vet lint-static
