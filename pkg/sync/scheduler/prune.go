@@ -45,12 +45,20 @@ type series struct {
 }
 
 // prune applies the retention to each series of the schedule and deletes
-// what it does not keep. Deletes carry the object's UID as a precondition,
-// so only the very snapshot decided on is deleted.
+// what it does not keep, writeParallelism deletes at a time. Deletes carry
+// the object's UID as a precondition, so only the very snapshot decided on
+// is deleted.
 func (c *Controller) prune(ctx context.Context, s *v1alpha1.SnapshotSchedule, p parsed, now time.Time) ([]series, error) {
 	loc := p.spec.Location()
 	var out []series
-	var errs []error
+	// One delete of a decision, and what it returned.
+	type deletion struct {
+		se    series
+		del   schedule.Deletion
+		write func() error
+		err   error
+	}
+	var todo []*deletion
 	if s.Spec.GroupSnapshot != nil {
 		groups := c.groupsOf(s.Namespace + "/" + s.Name)
 		byName := make(map[string]*groupv1.VolumeGroupSnapshot, len(groups))
@@ -60,30 +68,36 @@ func (c *Controller) prune(ctx context.Context, s *v1alpha1.SnapshotSchedule, p 
 		d := schedule.Decide(schedule.GroupItems(groups), p.policy, now, loc)
 		se := series{name: s.Name, decision: d, deleted: map[string]bool{}}
 		for _, del := range d.Delete {
-			err := c.cfg.Writer.DeleteGroup(ctx, byName[del.Item.Name])
-			errs = append(errs, c.deleted(ctx, s, se, del, err))
-		}
-		return append(out, se), errors.Join(errs...)
-	}
-	all := c.claimSeries(s)
-	names := make([]string, 0, len(all))
-	for name := range all {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, claim := range names {
-		list := all[claim]
-		byName := make(map[string]*snapv1.VolumeSnapshot, len(list))
-		for _, vs := range list {
-			byName[vs.Name] = vs
-		}
-		d := schedule.Decide(schedule.SnapshotItems(list, c.restoring), p.policy, now, loc)
-		se := series{name: claim, decision: d, deleted: map[string]bool{}}
-		for _, del := range d.Delete {
-			err := c.cfg.Writer.DeleteSnapshot(ctx, byName[del.Item.Name])
-			errs = append(errs, c.deleted(ctx, s, se, del, err))
+			g := byName[del.Item.Name]
+			todo = append(todo, &deletion{se: se, del: del, write: func() error { return c.cfg.Writer.DeleteGroup(ctx, g) }})
 		}
 		out = append(out, se)
+	} else {
+		all := c.claimSeries(s)
+		names := make([]string, 0, len(all))
+		for name := range all {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, claim := range names {
+			list := all[claim]
+			byName := make(map[string]*snapv1.VolumeSnapshot, len(list))
+			for _, vs := range list {
+				byName[vs.Name] = vs
+			}
+			d := schedule.Decide(schedule.SnapshotItems(list, c.restoring), p.policy, now, loc)
+			se := series{name: claim, decision: d, deleted: map[string]bool{}}
+			for _, del := range d.Delete {
+				vs := byName[del.Item.Name]
+				todo = append(todo, &deletion{se: se, del: del, write: func() error { return c.cfg.Writer.DeleteSnapshot(ctx, vs) }})
+			}
+			out = append(out, se)
+		}
+	}
+	inParallel(len(todo), func(i int) { todo[i].err = todo[i].write() })
+	var errs []error
+	for _, d := range todo {
+		errs = append(errs, c.deleted(ctx, s, d.se, d.del, d.err))
 	}
 	return out, errors.Join(errs...)
 }

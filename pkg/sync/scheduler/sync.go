@@ -24,9 +24,26 @@ import (
 // maxAge retention and a clock step are looked at at least this often.
 const maxRequeue = time.Hour
 
-// createParallelism bounds the creates of one run in flight at once: a run
-// over thousands of claims is not one create at a time, nor thousands.
-const createParallelism = 16
+// writeParallelism bounds the writes of one sync in flight at once, a
+// run's creates and a retention's deletes: over thousands of claims, neither
+// one at a time nor thousands.
+const writeParallelism = 16
+
+// inParallel calls fn(i) for every i in [0, n), writeParallelism at a time,
+// and returns when all have.
+func inParallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, writeParallelism)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
 
 // parsed is a schedule's spec as the decisions take it.
 type parsed struct {
@@ -298,33 +315,22 @@ func (c *Controller) newSnapshot(s *v1alpha1.SnapshotSchedule, claim, name strin
 	}
 }
 
-// createAll creates the snapshots, createParallelism at a time. A name
+// createAll creates the snapshots, writeParallelism at a time. A name
 // that exists already counts as cut: it is this run's, from an earlier try.
 func (c *Controller) createAll(ctx context.Context, todo []*snapv1.VolumeSnapshot) (int, error) {
-	var (
-		mu   sync.Mutex
-		cut  int
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, createParallelism)
-	)
-	for _, vs := range todo {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, err := c.cfg.Writer.CreateSnapshot(ctx, vs)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil || apierrors.IsAlreadyExists(err):
-				cut++
-			default:
-				errs = append(errs, err)
-			}
-		}()
+	results := make([]error, len(todo))
+	inParallel(len(todo), func(i int) {
+		_, results[i] = c.cfg.Writer.CreateSnapshot(ctx, todo[i])
+	})
+	cut := 0
+	var errs []error
+	for _, err := range results {
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			cut++
+		} else {
+			errs = append(errs, err)
+		}
 	}
-	wg.Wait()
 	return cut, errors.Join(errs...)
 }
 
