@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/snapkeeper/snapkeeper/test/framework"
 )
@@ -279,10 +281,10 @@ func writeThroughPod(t *testing.T, ctx context.Context, ns, name string, labels 
 	text := fmt.Sprintf("written by %s at %s", t.Name(), time.Now().Format(time.RFC3339Nano))
 	claim(t, ctx, ns, name, nil)
 	if len(labels) > 0 {
-		c, err := env.Kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		// A merge patch: the claim's controllers write it meanwhile.
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
 		if err == nil {
-			c.Labels = labels
-			_, err = env.Kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, c, metav1.UpdateOptions{})
+			_, err = env.Kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		}
 		if err != nil {
 			t.Fatal(err)
