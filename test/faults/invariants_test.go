@@ -16,6 +16,7 @@ import (
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -160,6 +161,7 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 	lost := maps.Clone(w.lost)
 	w.mu.Unlock()
 	snaps := w.s.Env.Snap.SnapshotV1()
+	ghosts := map[string]types.UID{} // deleted names back from a late create, with its UID
 
 	err := framework.Poll(timeout, fmt.Sprintf("%d live snapshots ready, %d deleted ones gone with their contents, nothing terminating", len(live), len(gone)), func() (bool, error) {
 		vsList, err := snaps.VolumeSnapshots(w.s.NS).List(ctx, metav1.ListOptions{})
@@ -182,7 +184,30 @@ func (w *world) checkInvariants(t *testing.T, timeout time.Duration) {
 		}
 		for _, name := range gone {
 			cn := snapshot.ContentNameFor(uids[name])
-			problems = append(problems, leftBehind(name, have[name], "content", haveContent[cn])...)
+			vs := have[name]
+			if vs != nil && uids[name] != "" && vs.UID != uids[name] && vs.DeletionTimestamp == nil {
+				// A create the API server answered with an error (a timeout
+				// while etcd had lost its quorum) can still be committed
+				// later, after the name was created again and deleted: the
+				// name is back with the earlier attempt's UID, a snapshot
+				// like any other as far as the controllers can tell. Its
+				// user deletes it again, and it must go with its content.
+				if _, seen := ghosts[name]; !seen {
+					ghosts[name] = vs.UID
+					t.Logf("%s is back with the UID %s of a create answered with an error (created %v, the deleted one was %s): deleting it again",
+						name, vs.UID, vs.CreationTimestamp.Time, uids[name])
+					uid := vs.UID
+					if err := snaps.VolumeSnapshots(w.s.NS).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+						return false, err
+					}
+				}
+			}
+			problems = append(problems, leftBehind(name, vs, "content", haveContent[cn])...)
+		}
+		for name, uid := range ghosts {
+			if c := haveContent[snapshot.ContentNameFor(uid)]; c != nil {
+				problems = append(problems, leftBehind(name+" (the late create)", (*snapv1.VolumeSnapshot)(nil), "content", c)...)
+			}
 		}
 		for i := range contents.Items {
 			c := &contents.Items[i]
