@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,9 @@ func NodeMissing() string {
 	if os.Getuid() != 0 {
 		return "the node plane needs root (it starts containerd and the kubelet)"
 	}
+	if why := missingCaps(); why != "" {
+		return why
+	}
 	var missing []string
 	for _, b := range []string{"containerd", "runc", "ctr", "iptables", "conntrack", "ip"} {
 		if _, err := exec.LookPath(b); err != nil {
@@ -73,6 +77,40 @@ func NodeMissing() string {
 }
 
 const cniBinDir = "/usr/lib/cni"
+
+// missingCaps says which capabilities the node plane needs that root lacks
+// here (a container's root often has neither): CAP_NET_ADMIN for the
+// bridge, iptables and network namespaces, CAP_SYS_ADMIN for mounts and
+// cgroups. "" when both are effective.
+func missingCaps() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		hex, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		eff, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return ""
+		}
+		var missing []string
+		for _, c := range []struct {
+			bit  uint
+			name string
+		}{{12, "CAP_NET_ADMIN"}, {21, "CAP_SYS_ADMIN"}} {
+			if eff&(1<<c.bit) == 0 {
+				missing = append(missing, c.name)
+			}
+		}
+		if len(missing) > 0 {
+			return "the node plane needs " + strings.Join(missing, " and ") + " (the bridge, iptables, mounts, cgroups), which root lacks here"
+		}
+	}
+	return ""
+}
 
 // Node is a running node (StartNodeEnv).
 type Node struct {
