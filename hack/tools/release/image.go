@@ -69,6 +69,7 @@ func runImage(args []string) error {
 		}
 		o.platforms = append(o.platforms, v1.Platform{OS: goos, Architecture: arch})
 	}
+	o.level = gzip.BestCompression // what we publish
 	if o.tarball != "" {
 		o.level = gzip.BestSpeed
 		return writeTarball(o)
@@ -91,11 +92,7 @@ func writeTarball(o imageOptions) error {
 	if err != nil {
 		return fmt.Errorf("image: -name: %w", err)
 	}
-	base, err := baseEntries(o.caFile)
-	if err != nil {
-		return err
-	}
-	baseLayer, err := newLayer(base, o.created, o.level)
+	baseLayer, err := o.baseLayer()
 	if err != nil {
 		return err
 	}
@@ -122,15 +119,18 @@ func (o imageOptions) labels() map[string]string {
 	}
 }
 
-func buildIndex(o imageOptions) (v1.ImageIndex, error) {
-	if o.level == gzip.NoCompression {
-		o.level = gzip.BestCompression // what we publish
-	}
+// baseLayer is the platform-independent layer (baseEntries) of every
+// image of o.
+func (o imageOptions) baseLayer() (v1.Layer, error) {
 	base, err := baseEntries(o.caFile)
 	if err != nil {
 		return nil, err
 	}
-	baseLayer, err := newLayer(base, o.created, o.level)
+	return newLayer(base, o.created, o.level)
+}
+
+func buildIndex(o imageOptions) (v1.ImageIndex, error) {
+	baseLayer, err := o.baseLayer()
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"compress/gzip"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func testOptions(t *testing.T) imageOptions {
 		t.Fatal(err)
 	}
 	o := imageOptions{binDir: dir, caFile: ca, version: "v1.2.3", revision: "abc", source: "src",
-		created: time.Unix(1700000000, 0).UTC(), out: filepath.Join(dir, "oci", "snapkeeper"), tag: "v1.2.3"}
+		created: time.Unix(1700000000, 0).UTC(), out: filepath.Join(dir, "oci", "snapkeeper"), tag: "v1.2.3", level: gzip.BestCompression}
 	for _, arch := range []string{"amd64", "arm64"} {
 		o.platforms = append(o.platforms, v1.Platform{OS: "linux", Architecture: arch})
 		for _, b := range imageBinaries {

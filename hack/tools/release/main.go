@@ -19,7 +19,7 @@ const usage = `usage: snapkeeper-release image -bin DIR -out DIR -version V -rev
        snapkeeper-release image-sbom -layout DIR -sbom DIR -out DIR -version V
        snapkeeper-release licenses -out FILE SBOM...
        snapkeeper-release normalize-tgz -epoch SECONDS FILE
-       snapkeeper-release pack -name REF -out TAR (-layout DIR | -file SRC:DST... [-link DST:TARGET...]) [-entrypoint PATH] [-user U]
+       snapkeeper-release pack -name REF -out TAR -file SRC:DST... [-link DST:TARGET...] [-entrypoint PATH] [-user U]
        snapkeeper-release krew -bin DIR -out DIR -manifest FILE -license FILE -version V -uri-base URL -epoch SECONDS [-platforms LIST]`
 
 func main() {

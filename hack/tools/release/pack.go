@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -24,22 +23,20 @@ import (
 // containerd (test/framework/node.go): no registry there, so every image a
 // pod runs is imported from a tarball (`ctr images import`).
 type packOptions struct {
-	ref, out, layoutDir, entrypoint, user string
-	files                                 []string // SRC:DST
-	links                                 []string // DST:TARGET
+	ref, out, entrypoint, user string
+	files                      []string // SRC:DST
+	links                      []string // DST:TARGET
 }
 
-// runPack writes a docker-archive tarball holding either the host
-// platform's image of an OCI layout (`make image`'s output: what users
-// pull, retagged as ref) or a new image of the given files (test images:
-// the pause binary, the mock CSI driver, csi-provisioner) on the release
-// image's base layer (users, CA certificates, /tmp).
+// runPack writes a docker-archive tarball holding a new image of the given
+// files (test images: the pause binary, the mock CSI driver,
+// csi-provisioner) on the release image's base layer (users, CA
+// certificates, /tmp). Our own image's tarball is `image -tarball`.
 func runPack(args []string) error {
 	fs := flag.NewFlagSet("pack", flag.ContinueOnError)
 	var o packOptions
 	fs.StringVar(&o.ref, "name", "", "Image reference the tarball carries (e.g. snapkeeper.local/pause:1). Required.")
 	fs.StringVar(&o.out, "out", "", "Tarball to write. Required.")
-	fs.StringVar(&o.layoutDir, "layout", "", "OCI layout to take the host platform's image from, instead of -file.")
 	fs.StringVar(&o.entrypoint, "entrypoint", "", "Entrypoint of a new image (default: the first -file's destination).")
 	fs.StringVar(&o.user, "user", "0:0", "User of a new image.")
 	fs.Func("file", "SRC:DST, a file of the new image (repeatable); DST is an absolute path, mode 0755.", func(s string) error {
@@ -53,8 +50,8 @@ func runPack(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.ref == "" || o.out == "" || (o.layoutDir == "") == (len(o.files) == 0) {
-		return fmt.Errorf("pack: -name, -out and either -layout or -file are required")
+	if o.ref == "" || o.out == "" || len(o.files) == 0 {
+		return fmt.Errorf("pack: -name, -out and -file are required")
 	}
 	ref, err := name.ParseReference(o.ref)
 	if err != nil {
@@ -76,9 +73,6 @@ func runPack(args []string) error {
 }
 
 func packImage(o packOptions) (v1.Image, error) {
-	if o.layoutDir != "" {
-		return layoutImage(o.layoutDir)
-	}
 	es := []entry{}
 	dirs := map[string]bool{}
 	// parents adds the directories above dst that no entry added yet.
@@ -142,37 +136,6 @@ func packImage(o packOptions) (v1.Image, error) {
 	cfg.Config.User = o.user
 	cfg.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	return mutate.ConfigFile(img, cfg)
-}
-
-// layoutImage is the linux/GOARCH image of the first index in an OCI
-// layout.
-func layoutImage(dir string) (v1.Image, error) {
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, err
-	}
-	root, err := p.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	im, err := root.IndexManifest()
-	if err != nil || len(im.Manifests) == 0 {
-		return nil, fmt.Errorf("%s: no index (%v)", dir, err)
-	}
-	idx, err := root.ImageIndex(im.Manifests[0].Digest)
-	if err != nil {
-		return nil, err
-	}
-	platforms, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range platforms.Manifests {
-		if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH {
-			return idx.Image(m.Digest)
-		}
-	}
-	return nil, fmt.Errorf("%s: no linux/%s image", dir, runtime.GOARCH)
 }
 
 // static refuses an ELF binary that needs a dynamic loader: the images
