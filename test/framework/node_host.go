@@ -231,38 +231,102 @@ func (n *Node) removeContainers() {
 	}
 }
 
-// killShims kills the runc shims of this node's containerd: their command
-// line names its socket, which no other containerd uses.
+// killShims kills the runc shims of this node's containerd.
 func (n *Node) killShims() {
+	for _, p := range n.shimPIDs() {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// shimPIDs are the runc shims of this node's containerd: their command
+// line names its socket, which no other containerd uses.
+func (n *Node) shimPIDs() []int {
+	var pids []int
 	for _, pid := range globs("/proc/[0-9]*") {
 		b, err := os.ReadFile(filepath.Join(pid, "cmdline"))
-		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), n.sock) {
+		if err != nil || n.sock == "" || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), n.sock) {
 			continue
 		}
 		var p int
 		if _, err := fmt.Sscan(filepath.Base(pid), &p); err == nil {
-			_ = syscall.Kill(p, syscall.SIGKILL)
+			pids = append(pids, p)
 		}
 	}
+	return pids
 }
 
-// cleanHost unmounts, removes and deletes what the node added to the host.
-func (n *Node) cleanHost() {
+// What the node added to the host, each against hostState: cleanHost
+// removes it, Leftovers reports what is still there after.
+
+// ownMounts are the mounts under the node's directories and of the
+// network namespaces that appeared while it ran.
+func (n *Node) ownMounts() []string {
 	var mounts []string
 	for _, m := range mountPoints() {
-		if strings.HasPrefix(m, n.dir+"/") || m == n.dir || strings.HasPrefix(m, n.runDir+"/") ||
+		if strings.HasPrefix(m, n.dir+"/") || m == n.dir || (n.runDir != "" && strings.HasPrefix(m, n.runDir+"/")) ||
 			(strings.HasPrefix(m, "/run/netns/cni-") && !n.before.netns[m]) {
 			mounts = append(mounts, m)
 		}
 	}
+	return mounts
+}
+
+// newNetns are the CNI network namespaces that appeared while it ran.
+func (n *Node) newNetns() []string {
+	var out []string
+	for _, f := range globs("/run/netns/cni-*") {
+		if !n.before.netns[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// addedChains are the iptables chains ("iptables filter KUBE-FOO") that
+// appeared while it ran (the kubelet's, kube-proxy's, the CNI plugins').
+func (n *Node) addedChains() map[string]bool {
+	added := map[string]bool{}
+	for _, c := range allChains() {
+		if !n.before.chains[c] {
+			added[c] = true
+		}
+	}
+	return added
+}
+
+// addedTables are the ip and ip6 nftables tables (family, name) that
+// appeared while it ran (iptables-nft's, for the node's rules).
+func (n *Node) addedTables() [][2]string {
+	var out [][2]string
+	for _, t := range nftTables() {
+		if f := strings.Fields(t); !n.before.nft[t] && len(f) == 3 && (f[1] == "ip" || f[1] == "ip6") {
+			out = append(out, [2]string{f[1], f[2]})
+		}
+	}
+	return out
+}
+
+// newCgroups are the kubepods and k8s.io cgroup trees that appeared while
+// it ran.
+func (n *Node) newCgroups() []string {
+	var out []string
+	for _, d := range nodeCgroups() {
+		if !n.before.cgroups[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// cleanHost unmounts, removes and deletes what the node added to the host.
+func (n *Node) cleanHost() {
+	mounts := n.ownMounts()
 	sort.Sort(sort.Reverse(sort.StringSlice(mounts))) // deepest first
 	for _, m := range mounts {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
-	for _, f := range globs("/run/netns/cni-*") {
-		if !n.before.netns[f] {
-			os.Remove(f)
-		}
+	for _, f := range n.newNetns() {
+		os.Remove(f)
 	}
 	_ = exec.Command("ip", "link", "del", nodeBridge).Run()
 	if bin, err := Tool("kube-proxy"); err == nil {
@@ -270,10 +334,8 @@ func (n *Node) cleanHost() {
 	}
 	n.removeChains()
 	n.removeNFTables()
-	for _, d := range nodeCgroups() {
-		if !n.before.cgroups[d] {
-			removeTree(d)
-		}
+	for _, d := range n.newCgroups() {
+		removeTree(d)
 	}
 	if n.before.ipForward != "" {
 		_ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte(n.before.ipForward), 0o644)
@@ -292,40 +354,26 @@ func (n *Node) Leftovers() []string {
 			left = append(left, fmt.Sprintf("process %s (pid %d) still runs", p.Name, p.Pid()))
 		}
 	}
-	for _, pid := range globs("/proc/[0-9]*") {
-		if b, err := os.ReadFile(filepath.Join(pid, "cmdline")); err == nil && n.sock != "" &&
-			strings.Contains(string(b), "containerd-shim") && strings.Contains(string(b), n.sock) {
-			left = append(left, "containerd shim "+filepath.Base(pid)+" still runs")
-		}
+	for _, p := range n.shimPIDs() {
+		left = append(left, fmt.Sprintf("containerd shim %d still runs", p))
 	}
-	for _, m := range mountPoints() {
-		if strings.HasPrefix(m, n.dir+"/") || m == n.dir || (n.runDir != "" && strings.HasPrefix(m, n.runDir+"/")) ||
-			(strings.HasPrefix(m, "/run/netns/cni-") && !n.before.netns[m]) {
-			left = append(left, "mount "+m)
-		}
+	for _, m := range n.ownMounts() {
+		left = append(left, "mount "+m)
 	}
-	for _, f := range globs("/run/netns/cni-*") {
-		if !n.before.netns[f] {
-			left = append(left, "network namespace "+f)
-		}
+	for _, f := range n.newNetns() {
+		left = append(left, "network namespace "+f)
 	}
 	if exec.Command("ip", "link", "show", nodeBridge).Run() == nil {
 		left = append(left, "bridge "+nodeBridge)
 	}
-	for _, c := range allChains() {
-		if !n.before.chains[c] {
-			left = append(left, "chain "+c)
-		}
+	for c := range n.addedChains() {
+		left = append(left, "chain "+c)
 	}
-	for _, t := range nftTables() {
-		if f := strings.Fields(t); !n.before.nft[t] && len(f) == 3 && (f[1] == "ip" || f[1] == "ip6") {
-			left = append(left, fmt.Sprintf("nftables %s (%d rules)", t, nftRules(f[1], f[2])))
-		}
+	for _, t := range n.addedTables() {
+		left = append(left, fmt.Sprintf("nftables table %s %s (%d rules)", t[0], t[1], nftRules(t[0], t[1])))
 	}
-	for _, d := range nodeCgroups() {
-		if !n.before.cgroups[d] {
-			left = append(left, "cgroup "+d)
-		}
+	for _, d := range n.newCgroups() {
+		left = append(left, "cgroup "+d)
 	}
 	return left
 }
@@ -334,12 +382,7 @@ func (n *Node) Leftovers() []string {
 // ran (the kubelet's, kube-proxy's, the CNI plugins'), with the jumps into
 // them from the built-in chains.
 func (n *Node) removeChains() {
-	added := map[string]bool{}
-	for _, c := range allChains() {
-		if !n.before.chains[c] {
-			added[c] = true
-		}
-	}
+	added := n.addedChains()
 	for _, ipt := range iptablesCmds {
 		for _, tbl := range iptablesTable {
 			rules, _ := exec.Command(ipt, "-t", tbl, "-S").Output()
@@ -378,13 +421,9 @@ func jumpTarget(rule []string) string {
 // removeNFTables deletes the empty ip/ip6 tables iptables-nft created for
 // the node's rules.
 func (n *Node) removeNFTables() {
-	for _, t := range nftTables() {
-		f := strings.Fields(t)
-		if n.before.nft[t] || len(f) != 3 || (f[1] != "ip" && f[1] != "ip6") {
-			continue
-		}
-		if nftRules(f[1], f[2]) == 0 {
-			_ = exec.Command("nft", "delete", "table", f[1], f[2]).Run()
+	for _, t := range n.addedTables() {
+		if nftRules(t[0], t[1]) == 0 {
+			_ = exec.Command("nft", "delete", "table", t[0], t[1]).Run()
 		}
 	}
 }
