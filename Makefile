@@ -24,7 +24,7 @@ BENCH_N      ?= 500
 # needs it; `make release` sets its own).
 CGO_ENABLED ?= 0
 export CGO_ENABLED
-HOST_ARCH := $(shell $(GO) env GOARCH)
+HOST_ARCH = $(shell $(GO) env GOARCH)
 
 PROM_TOOLS := $(BIN)/promtool $(BIN)/promql-series
 KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy $(BIN)/etcd
