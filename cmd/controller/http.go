@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ func (h *health) leaderOK(r *http.Request) error {
 }
 
 // serveHTTP serves health and metrics on addr until ctx is done.
-func serveHTTP(ctx context.Context, addr, metricsPath string, h *health, reg *prometheus.Registry) error {
+func serveHTTP(ctx context.Context, addr, metricsPath string, profiles bool, h *health, reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/healthz/leader-election", func(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +75,13 @@ func serveHTTP(ctx context.Context, addr, metricsPath string, h *health, reg *pr
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if profiles {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

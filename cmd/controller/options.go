@@ -63,6 +63,7 @@ type Options struct {
 	HTTPEndpoint   string
 	MetricsAddress string
 	MetricsPath    string
+	EnablePprof    bool
 	FeatureGates   string
 	// Logging is --logging-format; with it come -v and the other logging
 	// flags of pkg/logging.
@@ -145,6 +146,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPEndpoint, "http-endpoint", "", "host:port of /healthz, /readyz, /healthz/leader-election and metrics; empty disables.")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "Deprecated alias of --http-endpoint.")
 	fs.StringVar(&o.MetricsPath, "metrics-path", o.MetricsPath, "Path of the Prometheus metrics.")
+	fs.BoolVar(&o.EnablePprof, "enable-pprof", false, "Serve Go's profiles (/debug/pprof/) on --http-endpoint: CPU, heap, goroutines. Off by default: a profile costs CPU and shows internals.")
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "Feature gates, key=bool,...: CSIVolumeGroupSnapshot (GA, default true) serves volume group snapshots when their CRDs are served, =false turns them off; ReleaseLeaderElectionOnExit is accepted.")
 	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")

@@ -105,7 +105,7 @@ func run(ctx context.Context, o *Options) error {
 	registerClientMetrics(reg)
 	h := &health{}
 	if o.HTTPEndpoint != "" {
-		if err := serveHTTP(ctx, o.HTTPEndpoint, o.MetricsPath, h, reg); err != nil {
+		if err := serveHTTP(ctx, o.HTTPEndpoint, o.MetricsPath, o.EnablePprof, h, reg); err != nil {
 			return fmt.Errorf("http endpoint %s: %w", o.HTTPEndpoint, err)
 		}
 	}
