@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 
+	"github.com/snapkeeper/snapkeeper/pkg/cachetrim"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/binder"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 	"github.com/snapkeeper/snapkeeper/pkg/writer"
@@ -24,8 +25,8 @@ func (o *Options) backoff() workloop.Backoff {
 
 // runBinder runs the cluster-wide binder under the snapshot-controller Lease.
 func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health, groups bool) error {
-	kubeInf := informers.NewSharedInformerFactory(cl.kube, o.ResyncPeriod)
-	snapInf := snapinformers.NewSharedInformerFactory(cl.snap, o.ResyncPeriod)
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(cl.kube, o.ResyncPeriod, informers.WithTransform(cachetrim.DropManagedFields))
+	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, o.ResyncPeriod, snapinformers.WithTransform(cachetrim.DropManagedFields))
 	leaseInf, leases := o.csiLeases(ctx, cl)
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)
 	w := writer.New(cl.kube, cl.snap, componentReg)

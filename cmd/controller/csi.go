@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/snapkeeper/snapkeeper/pkg/cachetrim"
 	"github.com/snapkeeper/snapkeeper/pkg/csi"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/csiside"
@@ -24,7 +25,7 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 	}
 	defer drv.Close()
 	klog.FromContext(ctx).Info("Connected to CSI driver", "driver", drv.Name(), "capabilities", drv.Capabilities())
-	var opts []snapinformers.SharedInformerOption
+	opts := []snapinformers.SharedInformerOption{snapinformers.WithTransform(cachetrim.DropManagedFields)}
 	if o.NodeName != "" {
 		opts = append(opts, snapinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = snapshot.LabelManagedBy + "=" + o.NodeName
@@ -32,7 +33,7 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 	}
 	// Only contents are filtered by node; classes are cluster-wide.
 	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, opts...)
-	classInf := snapinformers.NewSharedInformerFactory(cl.snap, 0)
+	classInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, snapinformers.WithTransform(cachetrim.DropManagedFields))
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)
 	w := writer.New(cl.kube, cl.snap, componentReg)
 	registerCacheLag(componentReg, w.Lag())

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/snapkeeper/snapkeeper/pkg/apis/snapkeeper/v1alpha1"
+	"github.com/snapkeeper/snapkeeper/pkg/cachetrim"
 	"github.com/snapkeeper/snapkeeper/pkg/schedclient"
 	"github.com/snapkeeper/snapkeeper/pkg/schedule"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/scheduler"
@@ -32,7 +33,7 @@ func (o *Options) runSchedules(ctx context.Context, cl *clients, reg *prometheus
 	if err != nil {
 		return err
 	}
-	kubeInf := informers.NewSharedInformerFactory(cl.kube, o.ResyncPeriod)
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(cl.kube, o.ResyncPeriod, informers.WithTransform(cachetrim.DropManagedFields))
 	// Only scheduled snapshots are the component's business: the label
 	// keeps every other snapshot of the cluster out of its cache.
 	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, o.ResyncPeriod,

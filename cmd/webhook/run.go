@@ -17,6 +17,7 @@ import (
 
 	"github.com/snapkeeper/snapkeeper/pkg/admission"
 	"github.com/snapkeeper/snapkeeper/pkg/admission/clusterlookup"
+	"github.com/snapkeeper/snapkeeper/pkg/cachetrim"
 	"github.com/snapkeeper/snapkeeper/pkg/selfcert"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
@@ -45,8 +46,8 @@ func run(ctx context.Context, o *Options) error {
 	}
 
 	// No resync: the webhook only reads the caches, it never reconciles.
-	snapFactory := snapinformers.NewSharedInformerFactory(snapClient, 0)
-	coreFactory := informers.NewSharedInformerFactory(kubeClient, 0)
+	snapFactory := snapinformers.NewSharedInformerFactoryWithOptions(snapClient, 0, snapinformers.WithTransform(cachetrim.DropManagedFields))
+	coreFactory := informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithTransform(cachetrim.DropManagedFields))
 	// Claims a group selector matches are read live (ReadClaimsLive).
 	lookup := clusterlookup.New(snapFactory, coreFactory, snapClient, clusterlookup.NewPopulatorCache(dynClient, 0)).
 		ReadClaimsLive(kubeClient)

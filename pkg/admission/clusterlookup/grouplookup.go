@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/snapkeeper/snapkeeper/pkg/cachetrim"
 )
 
 // DefaultGroupDiscoveryInterval is how often the webhook looks for the
@@ -76,7 +78,7 @@ func (g *groupClasses) start(ctx context.Context) bool {
 	if !served {
 		return false
 	}
-	factory := snapinformers.NewSharedInformerFactory(g.client, 0)
+	factory := snapinformers.NewSharedInformerFactoryWithOptions(g.client, 0, snapinformers.WithTransform(cachetrim.DropManagedFields))
 	inf := factory.Groupsnapshot().V1().VolumeGroupSnapshotClasses()
 	lister, synced := inf.Lister(), inf.Informer().HasSynced
 	factory.Start(ctx.Done())
