@@ -40,7 +40,7 @@ COMMUNITY_VERSION := $(call peer_version,peers)
 
 .PHONY: node-tools node-images node-images-short test-node test-node-short check-mods check-drift test-backup test-gitops
 .PHONY: test-migration-previous
-.PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart bench-schedules lint tools crds check-crds clean clean-tools
+.PHONY: all build test vet lint-static own-binaries unit fuzz fuzz-short test-tools e2e test-monitoring test-k8s-floor test-faults test-upgrade conformance run bench bench-coldstart bench-schedules bench-scale lint tools crds check-crds clean clean-tools
 
 all: build
 
@@ -242,15 +242,19 @@ test-migration-previous: tools $(PREVIOUS_PEERS) own-binaries
 # extrapolated (-community-default-n; 500 would take 3 x 23 min). Then one
 # snapshot alone (-single=50), the slow driver (-waiting=5s-30s), the steady
 # restart, 100 groups of 10 claims, the admission latency and the scale runs
-# (-scale=500,5000,20000 for ours and community-equal, every N created
-# through the system). About two hours here; BENCH_ARGS="-waiting= -scale="
+# (-scale=500,5000,20000 for ours, the empty controller and community-equal,
+# every N created through the system). About two hours here; BENCH_ARGS="-waiting= -scale="
 # skips the long parts, -baseline=<commit> adds our controller as built at
 # that commit (see `go run ./test/bench -h` for every flag). The cold start
 # over 100,000 seeded snapshots (kube-apiserver then needs ~7 GiB, half an
 # hour of seeding) is its own target and report: make bench-coldstart.
+# The scale runs take CPU profiles of kube-apiserver, etcd and our
+# processes (-profile, files in bin/profiles) and write where each
+# operation's time goes; `make bench-scale` runs that stage alone.
 BENCH_ARGS ?= -community-default-n=100 -cold-start-m=0
+PROFILE_DIR ?= bin/profiles
 bench: tools $(PEERS)
-	$(GO) run ./test/bench -n $(BENCH_N) -out docs/benchmarks.md $(BENCH_ARGS)
+	$(GO) run ./test/bench -n $(BENCH_N) -out docs/benchmarks.md -profile $(PROFILE_DIR) $(BENCH_ARGS)
 
 bench-coldstart: tools $(PEERS)
 	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -scale= -out docs/benchmarks-coldstart.md
@@ -261,6 +265,17 @@ bench-coldstart: tools $(PEERS)
 # snapshots (about 25 minutes, most of it seeding); docs/benchmarks-schedules.md.
 bench-schedules: tools $(PEERS)
 	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -scale= -cold-start-m=0 -out docs/benchmarks-schedules.md
+
+# The scale stage alone (make bench runs it too): ours, the empty
+# controller (the same writes without logic: the API server's share) and
+# the community pair at our limits, at SCALE_N snapshots each, created
+# through the system, with CPU profiles of every process in PROFILE_DIR and
+# the cost of each operation at each N; docs/benchmarks-scale.md. About an
+# hour here, most of it the 20,000 runs.
+SCALE_N ?= 500,5000,20000
+SCALE_SYSTEMS ?= ours,writes-only,community-equal
+bench-scale: tools $(PEERS)
+	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -cold-start-m=0 -schedule-claims=0 -scale=$(SCALE_N) -scale-systems=$(SCALE_SYSTEMS) -profile $(PROFILE_DIR) -out docs/benchmarks-scale.md
 
 # gofmt, go vet (ours and the test driver's module) and staticcheck.
 lint: vet lint-static

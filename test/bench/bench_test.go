@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestParseScale(t *testing.T) {
@@ -97,5 +101,31 @@ func TestReportRendersEmptySections(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Fatalf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestWatcherCountsFollowEvents(t *testing.T) {
+	w := &watcher{timeline: newTimeline()}
+	yes := true
+	vs := func(name string, ready bool) *snapv1.VolumeSnapshot {
+		v := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if ready {
+			v.Status = &snapv1.VolumeSnapshotStatus{ReadyToUse: &yes}
+		}
+		return v
+	}
+	content := &snapv1.VolumeSnapshotContent{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	w.observe(nil, vs("a", false), false)
+	w.observe(nil, vs("b", true), false)
+	w.observe(nil, content, false)
+	w.observe(vs("a", false), vs("a", true), false) // a turns ready
+	w.observe(vs("a", true), vs("a", true), false)  // an update that changes nothing
+	if s, r, c := w.counts(); s != 2 || r != 2 || c != 1 {
+		t.Fatalf("after adds and updates: counts %d, %d, %d; want 2, 2, 1", s, r, c)
+	}
+	w.observe(nil, cache.DeletedFinalStateUnknown{Key: "ns/b", Obj: vs("b", true)}, true)
+	w.observe(nil, content, true)
+	if s, r, c := w.counts(); s != 1 || r != 1 || c != 0 {
+		t.Fatalf("after deletes: counts %d, %d, %d; want 1, 1, 0", s, r, c)
 	}
 }

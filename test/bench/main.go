@@ -95,7 +95,7 @@ func main() {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.IntVar(&o.n, "n", 500, "Snapshots (and bound PVCs) in the create/delete scenario.")
-	fs.StringVar(&o.systems, "systems", "ours,community-tuned,community-equal,community-default", "Systems for the scenario, comma-separated: ours, community-tuned, community-equal (our client limits and workers), community-default.")
+	fs.StringVar(&o.systems, "systems", "ours,community-tuned,community-equal,community-default", "Systems for the scenario, comma-separated: ours, community-tuned, community-equal (our client limits and workers), community-default, writes-only (an empty controller: our writes without logic or CSI calls).")
 	fs.IntVar(&o.repeats, "repeats", 3, "Runs of the scenario per system, interleaved (ours, community-tuned, ..., ours, ...); the report gives median, min and max.")
 	fs.BoolVar(&o.unsafeNoFsync, "unsafe-no-fsync", false, "Start etcd with --unsafe-no-fsync (faster, not what a cluster does; the report says so).")
 	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "Run on a tree with uncommitted or untracked files (the report says so prominently).")
@@ -118,7 +118,7 @@ func main() {
 	fs.StringVar(&o.coldStartSystems, "cold-start-systems", "ours,community-tuned,community-equal", "Systems for the cold start, one after the other over the same seeded control plane.")
 	fs.IntVar(&o.seedConc, "seed-concurrency", 128, "Goroutines seeding ready snapshots (cold start, seeded scale runs).")
 	fs.StringVar(&o.scale, "scale", "500,5000,20000", "Snapshot counts of the scale runs, comma-separated (empty skips them).")
-	fs.StringVar(&o.scaleSystems, "scale-systems", "ours,community-equal", "Systems for the scale runs.")
+	fs.StringVar(&o.scaleSystems, "scale-systems", "ours,writes-only,community-equal", "Systems for the scale runs; writes-only, the empty controller that sends only our writes, shows what the API server alone needs for them.")
 	fs.IntVar(&o.scaleDynamicMax, "scale-dynamic-max", 20000, "Largest N of a scale run whose snapshots are created through the system; above it they are seeded ready and the system starts over them before the delete phase.")
 	fs.IntVar(&o.groups, "groups", 100, "Volume group snapshots in the group scenario (0 skips it).")
 	fs.IntVar(&o.groupSize, "group-size", 10, "Claims (members) per volume group snapshot.")
@@ -134,6 +134,7 @@ func main() {
 	fs.StringVar(&o.out, "out", "", "Write the Markdown report here (rewritten after every stage); it is always printed too.")
 	fs.StringVar(&baselineRev, "baseline", "", "A git revision: adds the system ours-baseline, our controller built from that commit (use it in -systems and the other lists to measure a change against the tree before it, in the same run).")
 	fs.StringVar(&o.oursArgs, "ours-args", "", "Extra flags for snapkeeper, space-separated (experiments only: the report labels them as not the defaults).")
+	fs.StringVar(&profileDir, "profile", "", "A directory: take CPU profiles of kube-apiserver, etcd and our processes over every create and delete phase of the scale runs, and our processes' heap once all are ready (files <run>-<phase>-<process>-<k>.pb.gz, merged by `go tool pprof`); the report lists the top functions of each.")
 	fs.BoolVar(&o.keep, "keep", false, "Keep the control planes' directories (logs) even on success.")
 	_ = fs.Parse(os.Args[1:])
 
@@ -185,6 +186,13 @@ func run(ctx context.Context, o options, args string) int {
 			}
 		}
 	}
+	if profileDir != "" {
+		planeOptions.Profiling = true
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
 	planeOptions.Fsync = !o.unsafeNoFsync
 	controllersAsAdmin = o.adminControllers
 	rep := &report{opts: o, args: args, started: time.Now(), machine: describeMachine(), tree: tree, loadStart: loadAvg()}
@@ -234,7 +242,7 @@ func pick(list string, skipCommunity bool, oursArgs []string) ([]*system, error)
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-equal, community-default, or ours-baseline with -baseline)", id)
+			return nil, fmt.Errorf("unknown system %q (want ours, community-tuned, community-equal, community-default, writes-only, or ours-baseline with -baseline)", id)
 		}
 	}
 	return out, nil

@@ -70,6 +70,63 @@ func (r *report) scaleAnalysis(p printer) {
 		if lo, hi, ok := perSnapshotRange(rows, func(s *scenarioResult) float64 { return s.Delete.Writes.Total(isNotEvent) }); ok {
 			p("- Scale, %s: API writes per snapshot to delete %.2f–%.2f over N = %s%s.", label, lo, hi, sizes(rows), r.createRange(rows))
 		}
+		if line := perWriteLine(rows); line != "" {
+			p("- Scale, %s, the cost of one write and one snapshot at each N: %s.", label, line)
+		}
+	}
+	r.emptyControllerLine(p)
+}
+
+// perWriteLine lists, per N, kube-apiserver's and etcd's CPU per API write
+// and the floor ratios of both phases: whether a write costs more as N
+// grows, and how far from the floor each N is.
+func perWriteLine(rows []*scenarioResult) string {
+	var parts []string
+	for _, s := range rows {
+		if s.Seeded {
+			continue
+		}
+		perWrite := func(ph phase) string {
+			all := ph.Codes.Total(func(writeKey) bool { return true })
+			if all == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", 1000*ph.PlaneCPU.Seconds()/all)
+		}
+		parts = append(parts, fmt.Sprintf("N=%d: kube-apiserver + etcd %s / %s ms CPU per write (create / delete), all-ready %s and all-deleted %s the CRD-priced floor",
+			s.N, perWrite(s.Create), perWrite(s.Delete), floorRatio(s, s.Create, true), floorRatio(s, s.Delete, true)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// emptyControllerLine sets ours beside the empty controller (the same
+// writes without logic) at each N both ran: what is left to us.
+func (r *report) emptyControllerLine(p printer) {
+	ours, empty := map[int]*scenarioResult{}, map[int]*scenarioResult{}
+	for _, s := range r.scale {
+		if s.Err != nil || s.Seeded {
+			continue
+		}
+		switch s.System.ID {
+		case sysOurs:
+			ours[s.N] = s
+		case sysWritesOnly:
+			empty[s.N] = s
+		}
+	}
+	var parts []string
+	for _, n := range sortedNs(ours) {
+		e, ok := empty[n]
+		if !ok {
+			continue
+		}
+		o := ours[n]
+		parts = append(parts, fmt.Sprintf("N=%d: all-ready %s vs %s (%.2f×), all-deleted %s vs %s (%.2f×)", n,
+			secs(o.createTime()), secs(e.createTime()), o.createTime().Seconds()/e.createTime().Seconds(),
+			secs(o.Delete.Duration), secs(e.Delete.Duration), o.Delete.Duration.Seconds()/e.Delete.Duration.Seconds()))
+	}
+	if len(parts) > 0 {
+		p("- Scale, snapkeeper ÷ the empty controller (the same writes without logic, CSI calls or events: the API server's share): %s.", strings.Join(parts, "; "))
 	}
 }
 

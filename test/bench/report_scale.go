@@ -68,6 +68,7 @@ func (r *report) scaleSection(b *strings.Builder) {
 		p("")
 	}
 	r.scaleComparison(b)
+	r.scalePerOp(b)
 }
 
 // scaleComparison sets each other system's times beside ours at every N

@@ -53,7 +53,7 @@ func runScale(ctx context.Context, systems []*system, o scaleOptions, reuse func
 				continue
 			}
 			so := o.base
-			so.n, so.seeded = n, n > o.dynamicMax
+			so.n, so.seeded, so.profile = n, n > o.dynamicMax, profileDir != ""
 			logf("[scale %s] N=%d (%s)", sys.ID, n, pathOf(so.seeded))
 			r := runScenario(ctx, sys, so)
 			if r.Err != nil {

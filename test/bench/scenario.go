@@ -28,12 +28,15 @@ type phase struct {
 	Pressure pressure      // 429s, APF rejections, client-side throttling
 	Waits    waitSums      // our controllers' and the API server's wait histograms, summed over the window (waitsum.go)
 	Busy     busy          // CPU of the machine and each process from the first request to all-ready / all-gone
+	Profiles profileSet    // -profile: CPU profile files per process, first request to writes stopped
 }
 
 // scenarioResult is the create/delete scenario of one system.
 type scenarioResult struct {
 	System       *system
-	Run          int // 1..repeats
+	Run          int        // 1..repeats
+	Tag          string     // names the run's files (profiles)
+	RestHeap     profileSet // -profile: our processes' heap once all were ready and writes stopped
 	N            int
 	Ceiling      ceilings // writes/s on this control plane
 	Create       phase
@@ -63,12 +66,13 @@ type scenarioOptions struct {
 	seeded                  bool   // make the N snapshots ready directly (see scenarioResult.Seeded)
 	seedConc                int
 	idle                    time.Duration // seeded: the least window after the start
+	profile                 bool          // -profile: take the phases' profiles (scale runs)
 }
 
 // runScenario starts a fresh control plane, measures its write ceiling, runs
 // the system through create-all/delete-all, and stops everything.
 func runScenario(ctx context.Context, sys *system, o scenarioOptions) *scenarioResult {
-	res := &scenarioResult{System: sys, N: o.n, Seeded: o.seeded}
+	res := &scenarioResult{System: sys, N: o.n, Seeded: o.seeded, Tag: runTag(sys, o)}
 	res.Err = scenario(ctx, sys, o, res)
 	return res
 }
@@ -145,6 +149,8 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	}
 	logf("[%s] creating %d VolumeSnapshots (timeout %s)", sys.ID, o.n, timeout)
 	clock := startPhase(b, &res.Create)
+	prof := startProfiles(b, o.profile, res.Tag, "create")
+	defer prof.stop() // a failed phase
 	if err := createSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return nil, fmt.Errorf("create snapshots: %w", err)
 	}
@@ -161,6 +167,10 @@ func createPhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	logf("[%s] all %d ready in %s; waiting for writes to stop", sys.ID, o.n, res.Create.Duration.Round(time.Millisecond))
 	if m, err = m.close(ctx, &res.Create, timeout); err != nil {
 		return nil, err
+	}
+	res.Create.Profiles = prof.collect(res)
+	if o.profile {
+		res.RestHeap = heapAtRest(ctx, b, res)
 	}
 	if waits != nil {
 		if res.Waiting, err = waits.finish(ctx, o.csiReadyAfter); err != nil {
@@ -208,6 +218,8 @@ func (c *phaseClock) stop(b *bed, w *watcher, stages []string) {
 func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenarioOptions, res *scenarioResult, m *mark, timeout time.Duration) error {
 	logf("[%s] deleting %d VolumeSnapshots", sys.ID, o.n)
 	clock := startPhase(b, &res.Delete)
+	prof := startProfiles(b, o.profile, res.Tag, "delete")
+	defer prof.stop() // a failed phase
 	if err := deleteSnapshots(ctx, b.cl, o.n, o.createConc); err != nil {
 		return fmt.Errorf("delete snapshots: %w", err)
 	}
@@ -231,6 +243,7 @@ func deletePhase(ctx context.Context, b *bed, w *watcher, sys *system, o scenari
 	if _, err = m.close(ctx, &res.Delete, timeout); err != nil {
 		return err
 	}
+	res.Delete.Profiles = prof.collect(res)
 	events, err := eventsByReason(ctx, b.env)
 	if err != nil {
 		return err

@@ -39,23 +39,27 @@ func (o startOpts) deadline() time.Time {
 	return time.Now().Add(o.readyTimeout)
 }
 
-// roles are the identities the system's processes run as.
+// roles are the identities the system's processes run as: the empty
+// controller runs as ours do.
 func (s *system) roles() []string {
-	if s.ours() {
+	if s.ours() || s.ID == sysWritesOnly {
 		return []string{roleBinder, roleCSISide}
 	}
 	return []string{roleSnapshotController, roleCSISnapshotter}
 }
 
 // ours reports whether the system is our controller (as built, or the
-// baseline).
+// baseline); not the empty controller (writes-only), which exports none of
+// our metrics.
 func (s *system) ours() bool { return s.ID == sysOurs || s.ID == sysOursBaseline }
 
 // running is the started controllers of a system.
 type running struct {
 	procs []*framework.Process
 	addrs []string // HTTP endpoints (metrics), same order as procs
-	ours  []*framework.Component
+	// ours are our controller's processes, whose metrics and profiles the
+	// benchmark reads (none for the empty controller).
+	ours []*framework.Component
 }
 
 func (r *running) pids() []int {
@@ -88,6 +92,7 @@ const (
 	sysCommunityDefault = "community-default"
 	sysCommunityTuned   = "community-tuned"
 	sysCommunityEqual   = "community-equal"
+	sysWritesOnly       = "writes-only"
 )
 
 var communityTunedFlags = []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=100"}
@@ -156,7 +161,62 @@ func allSystems(oursArgs []string) []*system {
 			start:             startCommunity,
 			perSnapshotBudget: 6 * time.Second,
 		},
+		&system{
+			ID: sysWritesOnly, Label: "empty controller: the same writes, no logic",
+			Flags: "test/bench/writesonly: two processes, `--half=binder` and `--half=csi`, as snapkeeper's binder and CSI side " +
+				"(their ServiceAccounts and RBAC, no leader election, QPS 1000, burst 2000, 64 workers each) that send only the " +
+				"writes snapkeeper sends for a dynamic snapshot (9 to create, 4 to delete), from informer caches, without CSI calls or events: " +
+				"what the API server alone needs to serve those writes",
+			start:             startWritesOnly,
+			perSnapshotBudget: 50 * time.Millisecond,
+		},
 	)
+}
+
+// startWritesOnly starts the empty controller (test/bench/writesonly) as
+// ours is started: its binder half and CSI half as two processes with our
+// binder's and CSI side's identities, waiting until both serve /readyz.
+// They stay out of running.ours: the benchmark reads no metrics of theirs
+// (their /metrics is empty) and takes no profiles of them.
+func startWritesOnly(env *framework.Env, dir, _ string, o startOpts) (*running, error) {
+	bin, err := framework.OwnBinary("./test/bench/writesonly")
+	if err != nil {
+		return nil, err
+	}
+	ownBuilt = "./test/bench/writesonly"
+	r := &running{}
+	var comps []*framework.Component
+	for _, side := range []struct{ role, name, half string }{
+		{roleBinder, "writes-only-binder", "--half=binder"},
+		{roleCSISide, "writes-only-csi", "--half=csi"},
+	} {
+		kc, err := kubeconfigFor(env, side.role)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		addr, err := framework.FreeAddr()
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		// o.extra are our controller's flags (a feature gate): not for it.
+		args := []string{"--kubeconfig=" + kc, "--http-endpoint=" + addr, side.half}
+		p, err := framework.StartProcess(dir, side.name, bin, args)
+		if err != nil {
+			r.Stop()
+			return nil, err
+		}
+		r.procs, r.addrs = append(r.procs, p), append(r.addrs, addr)
+		comps = append(comps, &framework.Component{Name: side.name, HTTPAddr: addr, Proc: p})
+	}
+	for _, c := range comps {
+		if err := c.WaitReady(time.Until(o.deadline())); err != nil {
+			r.Stop()
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // startOurs starts the binder and the CSI side as two processes, as the
@@ -169,6 +229,9 @@ func startOurs(env *framework.Env, dir, socket string, o startOpts) (*running, e
 		return nil, err
 	}
 	ownBuilt = "./cmd/controller"
+	if profileDir != "" {
+		o.extra = append([]string{"--enable-pprof"}, o.extra...)
+	}
 	return startOurBinary(env, dir, socket, bin, o)
 }
 

@@ -100,6 +100,23 @@ func (a *apiServer) scrapeAPIWaits(ctx context.Context) (waitSums, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Per verb and resource (long-running WATCHes excluded), and the
+		// API server's requests to etcd per operation and type: whether
+		// one request costs more as the store grows.
+		err = framework.EachSample(bytes.NewReader(body), "apiserver_request_duration_seconds"+suffix, func(l map[string]string, v float64) {
+			if l["verb"] != "WATCH" && l["verb"] != "CONNECT" && !ignoredResources[l["resource"]] {
+				out[apiOpKey(l["verb"], l["resource"], l["subresource"])+suffix] += v
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		err = framework.EachSample(bytes.NewReader(body), "etcd_request_duration_seconds"+suffix, func(l map[string]string, v float64) {
+			out["etcd "+l["operation"]+" "+l["type"]+suffix] += v
+		})
+		if err != nil {
+			return nil, err
+		}
 		err = framework.EachSample(bytes.NewReader(body), "apiserver_flowcontrol_request_wait_duration_seconds"+suffix, func(l map[string]string, v float64) {
 			if l["priority_level"] != "exempt" {
 				out["apf wait"+suffix] += v
@@ -110,6 +127,14 @@ func (a *apiServer) scrapeAPIWaits(ctx context.Context) (waitSums, error) {
 		}
 	}
 	return out, nil
+}
+
+// apiOpKey is the waitSums key of one verb on a resource (and subresource).
+func apiOpKey(verb, resource, sub string) string {
+	if sub != "" {
+		resource += "/" + sub
+	}
+	return "api " + verb + " " + resource
 }
 
 // busy is the CPU use of the machine and of each process over a window.

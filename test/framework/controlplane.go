@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -66,6 +67,9 @@ type ControlPlaneOptions struct {
 	// tokens; the Node authorizer admits the kubelet; and it reaches the
 	// kubelet (logs, exec) with a client certificate the kubelet trusts.
 	Node bool
+	// Profiling serves Go's profiles at /debug/pprof on kube-apiserver
+	// (its default in a cluster) and etcd: the benchmark's -profile.
+	Profiling bool
 }
 
 // StartControlPlane starts etcd and kube-apiserver in dir and waits until the
@@ -120,6 +124,9 @@ func (cp *ControlPlane) startEtcd(o ControlPlaneOptions) error {
 		"--initial-advertise-peer-urls=http://" + peer,
 		"--initial-cluster=default=http://" + peer,
 		"--log-level=warn",
+	}
+	if o.Profiling {
+		args = append(args, "--enable-pprof=true")
 	}
 	if !o.Fsync {
 		// Test data is disposable: skip fsync so the disk is not the bottleneck.
@@ -205,7 +212,7 @@ func (cp *ControlPlane) apiServerArgs(o ControlPlaneOptions, etcdURL string, por
 		// No controller-manager runs, so nothing would create the default
 		// ServiceAccount that this plugin insists on for pods.
 		"--disable-admission-plugins=ServiceAccount",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(o.Profiling),
 		"-v=1",
 	}
 	if !o.InflightDefaults {
