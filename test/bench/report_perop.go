@@ -24,8 +24,9 @@ func (r *report) scalePerOp(b *strings.Builder) {
 	p("snapshot, and the mean time the API server took to serve each kind of request a snapshot's trip makes")
 	p("(`apiserver_request_duration_seconds`: from its handler to its answer, after API Priority and Fairness; on")
 	p("2 cores it includes waiting for a CPU) and what its requests to etcd took (`etcd_request_duration_seconds`).")
-	p("Requests are listed when they happened at least 0.5 times per snapshot in some run; each cell is the mean")
-	p("in ms, then how many per snapshot.")
+	p("Requests are listed when they happened at least 0.5 times per snapshot in some run; below them, our")
+	p("controllers' queue waits, sync times and round trips, and the API server's serving and APF waits (as in the")
+	p("waits table above, but per occurrence). Each cell is the mean in ms, then how many per snapshot.")
 	p("")
 	for _, id := range scaleIDs(r.scale) {
 		var rows []*scenarioResult
@@ -88,6 +89,17 @@ func (r *report) scalePerOp(b *strings.Builder) {
 						return "-"
 					}
 					return fmt.Sprintf("%.1f ms · %.2f×", 1000*w[op+"_sum"]/c, c/float64(s.N))
+				}))
+			}
+			// Our loops' queue waits and sync times, our round trips and
+			// the API server's serving and APF waits, per occurrence.
+			for _, wr := range waitRows(rows) {
+				p("| %s | %s |", wr.label, cells(func(s *scenarioResult) string {
+					total, count, ok := wr.get(s, ph(s))
+					if !ok || count == 0 {
+						return "-"
+					}
+					return fmt.Sprintf("%.1f ms · %.2f×", float64(total.Microseconds())/1000/count, count/float64(s.N))
 				}))
 			}
 			p("")
