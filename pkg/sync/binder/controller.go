@@ -102,6 +102,9 @@ type Controller struct {
 	// vanishedGroups are the groups deleted while they held our finalizer
 	// (vanished_group.go).
 	vanishedGroups vanishedGroupSet
+	// goneContents are the contents of snapshots being deleted that the
+	// informer saw go (gonecontent.go).
+	goneContents goneContents
 	// presence is nil without Config.Leases.
 	presence *csiPresence
 }
@@ -156,7 +159,7 @@ func New(cfg Config) (*Controller, error) {
 
 	handlers := []workloop.Handler{
 		{Informer: snapInf, Fn: c.onSnapshot, Gone: c.onSnapshotGone},
-		{Informer: contentInf, Fn: c.onContent},
+		{Informer: contentInf, Fn: c.onContent, Gone: c.onContentGone},
 		{Informer: classInf, Fn: c.onClass},
 		{Informer: pvcInf, Fn: c.onPVC},
 		{Informer: pvInf, Fn: c.onPV},

@@ -90,7 +90,11 @@ func (s *vanishedSet) has(uid types.UID) bool {
 // vanished unreleased is remembered and its content queued.
 func (c *Controller) onSnapshotGone(obj any) {
 	vs, ok := obj.(*snapv1.VolumeSnapshot)
-	if !ok || !Vanished(vs) || c.released(vs) {
+	if !ok {
+		return
+	}
+	c.goneContents.forget(contentNameOf(vs))
+	if !Vanished(vs) || c.released(vs) {
 		return
 	}
 	c.vanished.add(vs.UID, time.Now())
