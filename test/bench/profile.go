@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,13 +185,9 @@ func runTag(sys *system, o scenarioOptions) string {
 // profileSet is the profiles of one phase: files per process.
 type profileSet map[string][]string
 
-// topOf runs `go tool pprof -top` over files (merged) and returns the
-// first n lines of functions, by cumulative time when cum, flat otherwise.
-func topOf(files []string, n int, cum bool) (string, error) {
-	return pprofTop(files, n, cum)
-}
-
-// pprofTop is `go tool pprof -top` with extra flags (a sample index).
+// pprofTop runs `go tool pprof -top` over files (merged), with extra flags
+// (a sample index), and returns the first n lines of functions, by
+// cumulative value when cum, flat otherwise.
 func pprofTop(files []string, n int, cum bool, extra ...string) (string, error) {
 	if len(files) == 0 {
 		return "", nil
@@ -216,12 +211,4 @@ func (s profileSet) processes() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func (s profileSet) String() string {
-	var b strings.Builder
-	for _, p := range s.processes() {
-		fmt.Fprintf(&b, "%s: %d files ", p, len(s[p]))
-	}
-	return b.String()
 }

@@ -154,6 +154,16 @@ func (r *report) profilesSection(b *strings.Builder) {
 	p("of their own (flat) and, below, those with the most including their callees (cum). Reproduce with the same")
 	p("command, then `go tool pprof -top <files>` (or `-http=:8080`) over one process's files of one phase.")
 	p("")
+	// printTop prints the top functions of files as a code block.
+	printTop := func(files []string, cum bool, extra ...string) {
+		top, err := pprofTop(files, profileTop, cum, extra...)
+		if err != nil {
+			top = err.Error()
+		}
+		p("```")
+		p("%s", strings.TrimSpace(trimTopHeader(top)))
+		p("```")
+	}
 	for _, s := range runs {
 		for _, ph := range []struct {
 			name string
@@ -163,28 +173,15 @@ func (r *report) profilesSection(b *strings.Builder) {
 				files := ph.set[proc]
 				p("#### %s, N=%d, %s phase: %s (%d profiles, `%s-%s-%s-*.pb.gz`)", s.System.Label, s.N, ph.name, proc, len(files), s.Tag, ph.name, proc)
 				p("")
-				for _, cum := range []bool{false, true} {
-					top, err := topOf(files, profileTop, cum)
-					if err != nil {
-						top = err.Error()
-					}
-					p("```")
-					p("%s", strings.TrimSpace(trimTopHeader(top)))
-					p("```")
-				}
+				printTop(files, false)
+				printTop(files, true)
 				p("")
 			}
 		}
 		for _, proc := range s.RestHeap.processes() {
 			p("#### %s, N=%d, at rest (every snapshot ready, writes stopped): %s heap in use (`%s-rest-%s.pb.gz`)", s.System.Label, s.N, proc, s.Tag, proc)
 			p("")
-			top, err := pprofTop(s.RestHeap[proc], profileTop, false, "-sample_index=inuse_space")
-			if err != nil {
-				top = err.Error()
-			}
-			p("```")
-			p("%s", strings.TrimSpace(trimTopHeader(top)))
-			p("```")
+			printTop(s.RestHeap[proc], false, "-sample_index=inuse_space")
 			p("")
 		}
 	}

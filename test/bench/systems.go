@@ -184,39 +184,54 @@ func startWritesOnly(env *framework.Env, dir, _ string, o startOpts) (*running, 
 		return nil, err
 	}
 	ownBuilt = "./test/bench/writesonly"
+	// o.extra are our controller's flags (a feature gate): not for it.
+	r, _, err := startSides(env, dir, bin, []side{
+		{roleBinder, "writes-only-binder", []string{"--half=binder"}},
+		{roleCSISide, "writes-only-csi", []string{"--half=csi"}},
+	}, o)
+	return r, err
+}
+
+// side is one process of a two-process system: its identity, its name and
+// its flags besides --kubeconfig and --http-endpoint.
+type side struct {
+	role, name string
+	args       []string
+}
+
+// startSides starts one process of bin per side, each with the kubeconfig
+// of its role and an HTTP endpoint of its own, and waits until every one
+// serves /readyz (o's timeout each). It returns them as a running system
+// and as components.
+func startSides(env *framework.Env, dir, bin string, sides []side, o startOpts) (*running, []*framework.Component, error) {
 	r := &running{}
 	var comps []*framework.Component
-	for _, side := range []struct{ role, name, half string }{
-		{roleBinder, "writes-only-binder", "--half=binder"},
-		{roleCSISide, "writes-only-csi", "--half=csi"},
-	} {
-		kc, err := kubeconfigFor(env, side.role)
+	for _, sd := range sides {
+		kc, err := kubeconfigFor(env, sd.role)
 		if err != nil {
 			r.Stop()
-			return nil, err
+			return nil, nil, err
 		}
 		addr, err := framework.FreeAddr()
 		if err != nil {
 			r.Stop()
-			return nil, err
+			return nil, nil, err
 		}
-		// o.extra are our controller's flags (a feature gate): not for it.
-		args := []string{"--kubeconfig=" + kc, "--http-endpoint=" + addr, side.half}
-		p, err := framework.StartProcess(dir, side.name, bin, args)
+		p, err := framework.StartProcess(dir, sd.name, bin, append([]string{"--kubeconfig=" + kc, "--http-endpoint=" + addr}, sd.args...))
 		if err != nil {
 			r.Stop()
-			return nil, err
+			return nil, nil, err
 		}
 		r.procs, r.addrs = append(r.procs, p), append(r.addrs, addr)
-		comps = append(comps, &framework.Component{Name: side.name, HTTPAddr: addr, Proc: p})
+		comps = append(comps, &framework.Component{Name: sd.name, HTTPAddr: addr, Proc: p})
 	}
 	for _, c := range comps {
 		if err := c.WaitReady(time.Until(o.deadline())); err != nil {
 			r.Stop()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return r, nil
+	return r, comps, nil
 }
 
 // startOurs starts the binder and the CSI side as two processes, as the
@@ -237,43 +252,22 @@ func startOurs(env *framework.Env, dir, socket string, o startOpts) (*running, e
 
 // startOurBinary is startOurs with the controller binary bin.
 func startOurBinary(env *framework.Env, dir, socket, bin string, o startOpts) (*running, error) {
-	r := &running{}
-	for _, side := range []struct{ role, name, components string }{
-		{roleBinder, "snapkeeper-binder", "--components=binder"},
-		{roleCSISide, "snapkeeper-csi-side", "--components=csi"},
-	} {
-		kc, err := kubeconfigFor(env, side.role)
-		if err != nil {
-			r.Stop()
-			return nil, err
-		}
-		addr, err := framework.FreeAddr()
-		if err != nil {
-			r.Stop()
-			return nil, err
-		}
+	sides := []side{
+		{roleBinder, "snapkeeper-binder", []string{"--components=binder"}},
+		{roleCSISide, "snapkeeper-csi-side", []string{"--components=csi", "--csi-address=" + socket}},
+	}
+	for i := range sides {
 		// A pod reads its namespace (for its Leases) from the mounted token.
-		args := []string{"--kubeconfig=" + kc, "--http-endpoint=" + addr, side.components}
 		if !controllersAsAdmin {
-			args = append(args, "--leader-election-namespace="+accountNamespace(side.role))
+			sides[i].args = append(sides[i].args, "--leader-election-namespace="+accountNamespace(sides[i].role))
 		}
-		if side.role == roleCSISide {
-			args = append(args, "--csi-address="+socket)
-		}
-		p, err := framework.StartProcess(dir, side.name, bin, append(args, o.extra...))
-		if err != nil {
-			r.Stop()
-			return nil, err
-		}
-		c := &framework.Component{Name: side.name, HTTPAddr: addr, Proc: p}
-		r.procs, r.addrs, r.ours = append(r.procs, p), append(r.addrs, addr), append(r.ours, c)
+		sides[i].args = append(sides[i].args, o.extra...)
 	}
-	for _, c := range r.ours {
-		if err := c.WaitReady(time.Until(o.deadline())); err != nil {
-			r.Stop()
-			return nil, err
-		}
+	r, comps, err := startSides(env, dir, bin, sides, o)
+	if err != nil {
+		return nil, err
 	}
+	r.ours = comps
 	return r, nil
 }
 

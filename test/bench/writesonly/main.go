@@ -66,9 +66,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
+	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
 
 type options struct {
@@ -127,7 +127,7 @@ func run(ctx context.Context, o options) error {
 	sf := snapinformers.NewSharedInformerFactory(snapCS, 0)
 	kf := informers.NewSharedInformerFactory(kubeCS, 0)
 	tr := newTracker()
-	var lp *loop
+	var lp *workloop.Loop
 	if o.half == "binder" {
 		lp, err = newBinder(snapCS, kubeCS, sf, kf, tr)
 	} else {
@@ -150,7 +150,7 @@ func run(ctx context.Context, o options) error {
 	}
 	ready.Store(true)
 	log.Printf("writesonly %s: caches synced, %d workers", o.half, o.workers)
-	lp.run(ctx, o.workers)
+	lp.Run(ctx, o.workers)
 	return nil
 }
 
@@ -199,58 +199,15 @@ func serveHTTP(ctx context.Context, addr string, ready *atomic.Bool) error {
 	return nil
 }
 
-// loop is a rate-limited work queue of keys with a sync function: an error
-// requeues the key with exponential backoff, a positive duration requeues
-// it after that long.
-type loop struct {
-	name  string
-	queue workqueue.TypedRateLimitingInterface[string]
-	sync  func(ctx context.Context, key string) (time.Duration, error)
-}
-
-func newLoop(name string, sync func(context.Context, string) (time.Duration, error)) *loop {
-	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 5*time.Minute)
-	return &loop{name: name, sync: sync,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: name})}
-}
-
-func (l *loop) add(key string) { l.queue.Add(key) }
-
-func (l *loop) run(ctx context.Context, workers int) {
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	l.queue.ShutDown()
-	wg.Wait()
-}
-
-func (l *loop) next(ctx context.Context) bool {
-	key, quit := l.queue.Get()
-	if quit {
-		return false
-	}
-	defer l.queue.Done(key)
-	after, err := l.sync(ctx, key)
-	switch {
-	case err != nil:
-		if ctx.Err() == nil {
-			log.Printf("%s %s: %v (retrying)", l.name, key, err)
-		}
-		l.queue.AddRateLimited(key)
-	case after > 0:
-		l.queue.Forget(key)
-		l.queue.AddAfter(key, after)
-	default:
-		l.queue.Forget(key)
-	}
-	return true
+// newLoop is snapkeeper's work loop (pkg/sync/workloop: an error requeues
+// the key with exponential backoff from 50 ms to 5 min) over a sync that
+// returns how long to wait before the key is looked at again (0: done).
+func newLoop(name string, sync func(context.Context, string) (time.Duration, error)) *workloop.Loop {
+	return workloop.NewLoop(name, workloop.Backoff{Start: 50 * time.Millisecond, Max: 5 * time.Minute},
+		func(ctx context.Context, key string) (workloop.Result, error) {
+			after, err := sync(ctx, key)
+			return workloop.Result{RequeueAfter: after}, err
+		})
 }
 
 // tracker remembers this process's own writes until the informer caches
@@ -414,7 +371,7 @@ type binder struct {
 	pvs      corelisters.PersistentVolumeLister
 }
 
-func newBinder(snapCS snapclient.Interface, kubeCS kubernetes.Interface, sf snapinformers.SharedInformerFactory, kf informers.SharedInformerFactory, tr *tracker) (*loop, error) {
+func newBinder(snapCS snapclient.Interface, kubeCS kubernetes.Interface, sf snapinformers.SharedInformerFactory, kf informers.SharedInformerFactory, tr *tracker) (*workloop.Loop, error) {
 	v1 := sf.Snapshot().V1()
 	b := &binder{snap: snapCS, kube: kubeCS, tr: tr,
 		vss: v1.VolumeSnapshots().Lister(), contents: v1.VolumeSnapshotContents().Lister(), classes: v1.VolumeSnapshotClasses().Lister(),
@@ -427,11 +384,11 @@ func newBinder(snapCS snapclient.Interface, kubeCS kubernetes.Interface, sf snap
 	}{
 		{v1.VolumeSnapshots().Informer(), kindSnapshot, func(obj any) {
 			m := obj.(metav1.Object)
-			lp.add(objKey(m.GetNamespace(), m.GetName()))
+			lp.Add(objKey(m.GetNamespace(), m.GetName()))
 		}},
 		{v1.VolumeSnapshotContents().Informer(), kindContent, func(obj any) {
 			if c, ok := obj.(*snapv1.VolumeSnapshotContent); ok && c.Spec.VolumeSnapshotRef.Name != "" {
-				lp.add(objKey(c.Spec.VolumeSnapshotRef.Namespace, c.Spec.VolumeSnapshotRef.Name))
+				lp.Add(objKey(c.Spec.VolumeSnapshotRef.Namespace, c.Spec.VolumeSnapshotRef.Name))
 			}
 		}},
 		{v1.VolumeSnapshotClasses().Informer(), "VolumeSnapshotClass", nil},
@@ -732,12 +689,12 @@ type csiSide struct {
 	restoreSize int64
 }
 
-func newCSISide(snapCS snapclient.Interface, sf snapinformers.SharedInformerFactory, tr *tracker, restoreSize int64) (*loop, error) {
+func newCSISide(snapCS snapclient.Interface, sf snapinformers.SharedInformerFactory, tr *tracker, restoreSize int64) (*workloop.Loop, error) {
 	inf := sf.Snapshot().V1().VolumeSnapshotContents()
 	c := &csiSide{snap: snapCS, tr: tr, contents: inf.Lister(), restoreSize: restoreSize}
 	lp := newLoop("csi", c.sync)
 	_, err := inf.Informer().AddEventHandler(handler(tr, kindContent, func(obj any) {
-		lp.add(obj.(metav1.Object).GetName())
+		lp.Add(obj.(metav1.Object).GetName())
 	}))
 	return lp, err
 }
