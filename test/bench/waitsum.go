@@ -92,19 +92,17 @@ func (a *apiServer) scrapeAPIWaits(ctx context.Context) (waitSums, error) {
 	}
 	out := waitSums{}
 	for _, suffix := range []string{"_sum", "_count"} {
+		// Writes summed, and every verb per resource (long-running WATCHes
+		// excluded); below, the API server's requests to etcd per operation
+		// and type: whether one request costs more as the store grows.
 		err := framework.EachSample(bytes.NewReader(body), "apiserver_request_duration_seconds"+suffix, func(l map[string]string, v float64) {
-			if writeVerbs[l["verb"]] && !ignoredResources[l["resource"]] {
+			if ignoredResources[l["resource"]] {
+				return
+			}
+			if writeVerbs[l["verb"]] {
 				out["apiserver write"+suffix] += v
 			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		// Per verb and resource (long-running WATCHes excluded), and the
-		// API server's requests to etcd per operation and type: whether
-		// one request costs more as the store grows.
-		err = framework.EachSample(bytes.NewReader(body), "apiserver_request_duration_seconds"+suffix, func(l map[string]string, v float64) {
-			if l["verb"] != "WATCH" && l["verb"] != "CONNECT" && !ignoredResources[l["resource"]] {
+			if l["verb"] != "WATCH" && l["verb"] != "CONNECT" {
 				out[apiOpKey(l["verb"], l["resource"], l["subresource"])+suffix] += v
 			}
 		})
