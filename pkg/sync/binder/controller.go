@@ -23,7 +23,6 @@ import (
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	coordinformers "k8s.io/client-go/informers/coordination/v1"
 	"k8s.io/client-go/kubernetes"
@@ -87,6 +86,7 @@ type Controller struct {
 	groupContents     grouplisters.VolumeGroupSnapshotContentLister
 	groupClasses      grouplisters.VolumeGroupSnapshotClassLister
 	groupContentIndex cache.Indexer
+	groupIndex        cache.Indexer // groups, by indexUnbound
 	groupLoop         *workloop.Loop
 	informers         workloop.Informers
 	// lag is the Writer's tracker of our writes the cache does not show
@@ -324,6 +324,11 @@ func (c *Controller) enqueueIndexed(idx cache.Indexer, index, value string) {
 func (c *Controller) wireGroups() ([]workloop.Handler, error) {
 	gv1 := c.cfg.SnapInformers.Groupsnapshot().V1()
 	c.groups = gv1.VolumeGroupSnapshots().Lister()
+	groupInf := gv1.VolumeGroupSnapshots().Informer()
+	if err := groupInf.AddIndexers(groupIndexers); err != nil {
+		return nil, fmt.Errorf("group indexers: %w", err)
+	}
+	c.groupIndex = groupInf.GetIndexer()
 	c.groupContents = gv1.VolumeGroupSnapshotContents().Lister()
 	c.groupClasses = gv1.VolumeGroupSnapshotClasses().Lister()
 	contentInf := gv1.VolumeGroupSnapshotContents().Informer()
@@ -333,7 +338,7 @@ func (c *Controller) wireGroups() ([]workloop.Handler, error) {
 	c.groupContentIndex = contentInf.GetIndexer()
 	c.groupLoop = workloop.NewLoop("snapshot-controller-group", c.cfg.Backoff, c.syncGroup)
 	return []workloop.Handler{
-		{Informer: gv1.VolumeGroupSnapshots().Informer(), Fn: c.onGroup, Gone: c.onGroupGone},
+		{Informer: groupInf, Fn: c.onGroup, Gone: c.onGroupGone},
 		{Informer: contentInf, Fn: c.onGroupContent},
 		{Informer: gv1.VolumeGroupSnapshotClasses().Informer(), Fn: c.onGroupClass},
 	}, nil
@@ -367,19 +372,21 @@ func (c *Controller) onGroupClass(obj any) {
 }
 
 // enqueueWaitingGroups queues the unbound groups of a namespace ("" for
-// all): a claim or class change may let them go on.
+// all): a claim or class change may let them go on. The bound ones, which
+// a schedule keeps by the hundred, are not read.
 func (c *Controller) enqueueWaitingGroups(namespace string) {
 	if c.groupLoop == nil {
 		return
 	}
-	all, err := c.groups.VolumeGroupSnapshots(namespace).List(labels.Everything())
+	if namespace == "" {
+		namespace = allNamespaces
+	}
+	keys, err := c.groupIndex.IndexKeys(indexUnbound, namespace)
 	if err != nil {
 		return
 	}
-	for _, g := range all {
-		if g.Status == nil || g.Status.BoundVolumeGroupSnapshotContentName == nil {
-			c.groupLoop.Add(objKey(g.Namespace, g.Name))
-		}
+	for _, k := range keys {
+		c.groupLoop.Add(k)
 	}
 }
 

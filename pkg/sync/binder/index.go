@@ -20,6 +20,11 @@ const (
 	indexByVolumeHandle = "volumeHandle"
 	// indexByGroupHandle: on group contents, the backend group id.
 	indexByGroupHandle = "groupHandle"
+	// indexUnbound: on groups, the namespace of a group not yet bound to a
+	// content, and allNamespaces for every such group.
+	indexUnbound = "unbound"
+
+	allNamespaces = "\x00all"
 
 	noClass = "\x00default"
 )
@@ -107,6 +112,18 @@ var pvIndexers = cache.Indexers{
 			return nil, nil
 		}
 		return []string{pv.Spec.CSI.Driver + "/" + pv.Spec.CSI.VolumeHandle}, nil
+	},
+}
+
+// groupIndexers let a claim or class event wake the groups that wait for
+// one (those not bound yet) without reading every group a schedule keeps.
+var groupIndexers = cache.Indexers{
+	indexUnbound: func(obj any) ([]string, error) {
+		g, ok := obj.(*groupv1.VolumeGroupSnapshot)
+		if !ok || (g.Status != nil && g.Status.BoundVolumeGroupSnapshotContentName != nil) {
+			return nil, nil
+		}
+		return []string{g.Namespace, allNamespaces}, nil
 	},
 }
 
