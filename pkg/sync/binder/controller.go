@@ -102,6 +102,9 @@ type Controller struct {
 	// vanishedGroups are the groups deleted while they held our finalizer
 	// (vanished_group.go).
 	vanishedGroups vanishedGroupSet
+	// releasedUIDs are the snapshots and groups this process released,
+	// until their delete events.
+	releasedUIDs releasedSet
 	// goneContents are the contents of snapshots being deleted that the
 	// informer saw go (gonecontent.go).
 	goneContents goneContents

@@ -2,6 +2,7 @@ package binder
 
 import (
 	"context"
+	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +36,9 @@ func (c *Controller) deleting(ctx context.Context, s *scope) (workloop.Result, e
 	}
 	p := &writer.Patch{}
 	p.Meta.RemoveFinalizers(obj, n.finalizers...)
+	c.releasedUIDs.add(obj.GetUID(), time.Now()) // before its delete event can come
 	if err := s.patchMeta(ctx, p); err != nil {
+		c.releasedUIDs.take(obj.GetUID())
 		if apierrors.IsNotFound(err) {
 			return workloop.Result{}, nil
 		}

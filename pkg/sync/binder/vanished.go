@@ -94,7 +94,7 @@ func (c *Controller) onSnapshotGone(obj any) {
 		return
 	}
 	c.goneContents.forget(contentNameOf(vs))
-	if !Vanished(vs) || c.released(vs) {
+	if releasedHere := c.releasedUIDs.take(vs.UID); releasedHere || !Vanished(vs) || c.released(vs) {
 		return
 	}
 	c.vanished.add(vs.UID, time.Now())
@@ -110,9 +110,12 @@ func (c *Controller) onSnapshotGone(obj any) {
 // finalizers was in fact released after its content was settled: when the
 // last finalizer goes from an object being deleted, kube-apiserver deletes
 // the object as last stored, so the delete event of every snapshot the
-// binder released shows our finalizers and its deletionTimestamp. Its
-// content is gone, being deleted or no longer held (Retain) by then; a
-// content still held means someone else removed our finalizers, and the
+// binder released shows our finalizers and its deletionTimestamp. A
+// release by this process is remembered (releasedSet, onSnapshotGone);
+// for one by an earlier process the content tells: gone, being deleted, let go,
+// or a Retain content with our being-deleted mark, which the binder puts
+// on right before it releases the snapshot and keeps. A content still
+// held without that means someone else removed our finalizers, and the
 // content is torn down as a vanished snapshot's.
 func (c *Controller) released(vs *snapv1.VolumeSnapshot) bool {
 	if vs.DeletionTimestamp == nil {
@@ -123,7 +126,60 @@ func (c *Controller) released(vs *snapv1.VolumeSnapshot) bool {
 		return true
 	}
 	return content.DeletionTimestamp != nil || !snapshot.HasFinalizer(content, snapshot.FinalizerContentBound) ||
-		content.Spec.VolumeSnapshotRef.UID != vs.UID
+		content.Spec.VolumeSnapshotRef.UID != vs.UID ||
+		retainedAndMarked(content.Spec.DeletionPolicy, content, snapshot.AnnBeingDeleted)
+}
+
+// retainedAndMarked: a Retain content with the kind's being-deleted mark,
+// what a release leaves of a Retain content.
+func retainedAndMarked(policy snapv1.DeletionPolicy, content metav1.Object, mark string) bool {
+	return policy == snapv1.VolumeSnapshotContentRetain && snapshot.HasAnnotation(content, mark, snapshot.ValueYes)
+}
+
+// releasedSet remembers the UIDs of the snapshots and groups this process
+// released, from the release until their delete event (or, for one whose
+// event never comes to this process, releasedFor), so that the event is
+// not taken for a vanish whatever the content's cached copy shows: a
+// Retain content keeps its finalizer, and its mark may reach the cache
+// after the subject's delete event (two watches).
+type releasedSet struct {
+	mu   sync.Mutex
+	uids map[types.UID]time.Time
+}
+
+// releasedFor bounds how long a release is remembered without its event.
+const releasedFor = vanishedFor
+
+func (s *releasedSet) add(uid types.UID, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uids == nil {
+		s.uids = map[types.UID]time.Time{}
+	}
+	if len(s.uids) > 0 && len(s.uids)%1024 == 0 {
+		for u, at := range s.uids {
+			if now.Sub(at) > releasedFor {
+				delete(s.uids, u)
+			}
+		}
+	}
+	s.uids[uid] = now
+}
+
+func (s *releasedSet) has(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.uids[uid]
+	return ok
+}
+
+// take reports whether uid was released here, and forgets it.
+func (s *releasedSet) take(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.uids[uid]
+	delete(s.uids, uid)
+	return ok
 }
 
 // orphaned tears down the content of a vanished snapshot, as deleting does

@@ -85,7 +85,10 @@ func (s *vanishedGroupSet) get(key string, now time.Time) []*groupv1.VolumeGroup
 // unreleased is remembered and its key queued.
 func (c *Controller) onGroupGone(obj any) {
 	g, ok := obj.(*groupv1.VolumeGroupSnapshot)
-	if !ok || !VanishedGroup(g) || c.groupReleased(g) {
+	if !ok {
+		return
+	}
+	if releasedHere := c.releasedUIDs.take(g.UID); releasedHere || !VanishedGroup(g) || c.groupReleased(g) {
 		return
 	}
 	c.vanishedGroups.add(g, time.Now())
@@ -106,7 +109,8 @@ func (c *Controller) groupReleased(g *groupv1.VolumeGroupSnapshot) bool {
 		return true
 	}
 	return content.DeletionTimestamp != nil || !snapshot.HasFinalizer(content, snapshot.FinalizerGroupContentBound) ||
-		content.Spec.VolumeGroupSnapshotRef.UID != g.UID
+		content.Spec.VolumeGroupSnapshotRef.UID != g.UID ||
+		retainedAndMarked(content.Spec.DeletionPolicy, content, snapshot.AnnGroupBeingDeleted)
 }
 
 // cleanVanishedGroups tears down the content and members of every vanished

@@ -163,9 +163,13 @@ func TestReleasedSnapshotIsNotVanished(t *testing.T) {
 		deleted bool                          // the snapshot's last state has a deletionTimestamp
 		want    bool
 	}{
-		"released: content gone":          {deleted: true, want: false},
-		"released: content let go":        {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers()), want: false},
-		"finalizers removed by someone":   {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound)), want: true},
+		"released: content gone":        {deleted: true, want: false},
+		"released: content let go":      {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers()), want: false},
+		"finalizers removed by someone": {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound)), want: true},
+		// A Retain content keeps its finalizer; the mark says a binder
+		// released the snapshot.
+		"released: Retain content marked": {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Retain(), testkit.Marked(snapshot.AnnBeingDeleted)), want: false},
+		"Retain content unmarked":         {deleted: true, content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Retain()), want: true},
 		"a delete raced the finalizers":   {content: newContent(testkit.Snapshot("s1"), testkit.Ready("h"), testkit.Finalizers(snapshot.FinalizerContentBound)), want: true},
 		"a delete raced, content not yet": {want: true},
 	}
@@ -290,9 +294,11 @@ func TestReleasedGroupIsNotVanished(t *testing.T) {
 		deleted bool
 		want    bool
 	}{
-		"released: content gone":         {deleted: true, want: false},
-		"released: content let go":       {deleted: true, content: letGo, want: false},
-		"finalizer removed by someone":   {deleted: true, content: held, want: true},
+		"released: content gone":       {deleted: true, want: false},
+		"released: content let go":     {deleted: true, content: letGo, want: false},
+		"finalizer removed by someone": {deleted: true, content: held, want: true},
+		"released: Retain content marked": {deleted: true, want: false,
+			content: testkit.GroupContent(held.Name, testkit.RefTo(testNS, "g", "uid-g"), testkit.Retain(), testkit.Marked(snapshot.AnnGroupBeingDeleted))},
 		"a delete raced the finalizer":   {content: held, want: true},
 		"a delete raced, no content yet": {want: true},
 	}
@@ -313,5 +319,37 @@ func TestReleasedGroupIsNotVanished(t *testing.T) {
 				t.Fatalf("remembered as vanished = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A snapshot this binder released is no vanish, whatever the cache shows
+// of its content when the delete event comes: a Retain content keeps its
+// finalizer, and the mark the release put on it comes through another
+// watch, possibly after the snapshot's delete event (found by
+// test/e2e/csiside's Retain test: the binder later deleted the content the
+// admin switched to Delete, racing the admin's own delete). Another
+// finalizer keeps the snapshot in the fake API server after the release,
+// so that only the event below is its delete event.
+func TestOwnReleaseIsNotVanished(t *testing.T) {
+	ours := testkit.Finalizers(snapshot.FinalizerSnapshotAsSource, snapshot.FinalizerSnapshotBound, "example.com/keep")
+	vs := testkit.Snapshot("s1", ours, testkit.Deleted(), testkit.BoundTo(snapshot.ContentNameFor("uid-s1")))
+	content := newContent(vs, testkit.Ready("h"), testkit.Retain())
+	h := newHarness(t, vs, content)
+	if _, err := h.syncSnapshot("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.writes(), []string{"patch volumesnapshotcontents", "patch volumesnapshots"}; !slices.Equal(got, want) {
+		t.Fatalf("writes = %v, want the mark and the release %v", got, want)
+	}
+	if !h.c.releasedUIDs.has(vs.UID) {
+		t.Fatal("the release is not remembered until the snapshot's delete event")
+	}
+	// The delete event carries the last stored state: our finalizers.
+	h.c.onSnapshotGone(vs)
+	if h.c.vanished.has(vs.UID) {
+		t.Fatal("the snapshot this binder released is remembered as vanished")
+	}
+	if h.c.releasedUIDs.has(vs.UID) {
+		t.Fatal("the release is still remembered after the delete event")
 	}
 }
