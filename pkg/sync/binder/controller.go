@@ -98,13 +98,13 @@ type Controller struct {
 	pvcLoop      *workloop.Loop
 	// vanished are the snapshots deleted while they held our finalizers
 	// (vanished.go).
-	vanished vanishedSet
+	vanished uidMemory
 	// vanishedGroups are the groups deleted while they held our finalizer
 	// (vanished_group.go).
 	vanishedGroups vanishedGroupSet
 	// releasedUIDs are the snapshots and groups this process released,
 	// until their delete events.
-	releasedUIDs releasedSet
+	releasedUIDs uidMemory
 	// goneContents are the contents of snapshots being deleted that the
 	// informer saw go (gonecontent.go).
 	goneContents goneContents

@@ -56,36 +56,6 @@ func Vanished(vs *snapv1.VolumeSnapshot) bool {
 		snapshot.HasFinalizer(vs, snapshot.FinalizerSnapshotAsSource)
 }
 
-// vanishedSet remembers the UIDs of vanished snapshots for vanishedFor.
-type vanishedSet struct {
-	mu   sync.Mutex
-	uids map[types.UID]time.Time
-}
-
-func (s *vanishedSet) add(uid types.UID, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.uids == nil {
-		s.uids = map[types.UID]time.Time{}
-	}
-	for u, at := range s.uids {
-		if now.Sub(at) > vanishedFor {
-			delete(s.uids, u)
-		}
-	}
-	s.uids[uid] = now
-}
-
-func (s *vanishedSet) has(uid types.UID) bool {
-	if uid == "" {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.uids[uid]
-	return ok
-}
-
 // onSnapshotGone hears every snapshot delete event: a snapshot that
 // vanished unreleased is remembered and its content queued.
 func (c *Controller) onSnapshotGone(obj any) {
@@ -111,7 +81,7 @@ func (c *Controller) onSnapshotGone(obj any) {
 // last finalizer goes from an object being deleted, kube-apiserver deletes
 // the object as last stored, so the delete event of every snapshot the
 // binder released shows our finalizers and its deletionTimestamp. A
-// release by this process is remembered (releasedSet, onSnapshotGone);
+// release by this process is remembered (Controller.releasedUIDs, onSnapshotGone);
 // for one by an earlier process the content tells: gone, being deleted, let go,
 // or a Retain content with our being-deleted mark, which the binder puts
 // on right before it releases the snapshot and keeps. A content still
@@ -136,50 +106,53 @@ func retainedAndMarked(policy snapv1.DeletionPolicy, content metav1.Object, mark
 	return policy == snapv1.VolumeSnapshotContentRetain && snapshot.HasAnnotation(content, mark, snapshot.ValueYes)
 }
 
-// releasedSet remembers the UIDs of the snapshots and groups this process
-// released, from the release until their delete event (or, for one whose
-// event never comes to this process, releasedFor), so that the event is
-// not taken for a vanish whatever the content's cached copy shows: a
-// Retain content keeps its finalizer, and its mark may reach the cache
-// after the subject's delete event (two watches).
-type releasedSet struct {
-	mu   sync.Mutex
-	uids map[types.UID]time.Time
+// uidMemory remembers UIDs for vanishedFor: the snapshots that vanished
+// (Controller.vanished), and the snapshots and groups this process
+// released, from the release until their delete events
+// (Controller.releasedUIDs), so that an event is not taken for a vanish
+// whatever the content's cached copy shows: a Retain content keeps its
+// finalizer, and its mark may reach the cache after the subject's delete
+// event (two watches). The old UIDs go as it grows: amortized O(1) per add.
+type uidMemory struct {
+	mu      sync.Mutex
+	uids    map[types.UID]time.Time
+	sweepAt int // the size at which the next add forgets the old UIDs
 }
 
-// releasedFor bounds how long a release is remembered without its event.
-const releasedFor = vanishedFor
-
-func (s *releasedSet) add(uid types.UID, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.uids == nil {
-		s.uids = map[types.UID]time.Time{}
+func (m *uidMemory) add(uid types.UID, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.uids == nil {
+		m.uids = map[types.UID]time.Time{}
 	}
-	if len(s.uids) > 0 && len(s.uids)%1024 == 0 {
-		for u, at := range s.uids {
-			if now.Sub(at) > releasedFor {
-				delete(s.uids, u)
+	if len(m.uids) >= m.sweepAt {
+		for u, at := range m.uids {
+			if now.Sub(at) > vanishedFor {
+				delete(m.uids, u)
 			}
 		}
+		m.sweepAt = max(64, 2*len(m.uids))
 	}
-	s.uids[uid] = now
+	m.uids[uid] = now
 }
 
-func (s *releasedSet) has(uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.uids[uid]
-	return ok
+func (m *uidMemory) has(uid types.UID) bool {
+	if uid == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.uids[uid]
+	return ok && time.Since(at) <= vanishedFor
 }
 
-// take reports whether uid was released here, and forgets it.
-func (s *releasedSet) take(uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.uids[uid]
-	delete(s.uids, uid)
-	return ok
+// take reports whether uid is remembered, and forgets it.
+func (m *uidMemory) take(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.uids[uid]
+	delete(m.uids, uid)
+	return ok && time.Since(at) <= vanishedFor
 }
 
 // orphaned tears down the content of a vanished snapshot, as deleting does

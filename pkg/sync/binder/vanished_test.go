@@ -2,6 +2,7 @@ package binder
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -351,5 +352,26 @@ func TestOwnReleaseIsNotVanished(t *testing.T) {
 	}
 	if h.c.releasedUIDs.has(vs.UID) {
 		t.Fatal("the release is still remembered after the delete event")
+	}
+}
+
+// uidMemory forgets a UID after vanishedFor, and sweeps the old ones out
+// as it grows.
+func TestUIDMemoryForgets(t *testing.T) {
+	var m uidMemory
+	now := time.Now()
+	m.add("old", now.Add(-2*vanishedFor))
+	m.add("new", now)
+	if m.has("old") || !m.has("new") || m.has("") {
+		t.Fatalf("has: old %v, new %v, empty %v; want false, true, false", m.has("old"), m.has("new"), m.has(""))
+	}
+	for i := range 200 {
+		m.add(types.UID(fmt.Sprint(i)), now)
+	}
+	if _, kept := m.uids["old"]; kept {
+		t.Error("an expired UID survived the sweeps of 200 adds")
+	}
+	if !m.take("new") || m.take("new") {
+		t.Error("take: want true once, then false")
 	}
 }
