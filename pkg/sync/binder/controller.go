@@ -105,9 +105,9 @@ type Controller struct {
 	// releasedUIDs are the snapshots and groups this process released,
 	// until their delete events.
 	releasedUIDs uidMemory
-	// goneContents are the contents of snapshots being deleted that the
+	// goneContents are the snapshots being deleted whose content the
 	// informer saw go (gonecontent.go).
-	goneContents goneContents
+	goneContents uidMemory
 	// presence is nil without Config.Leases.
 	presence *csiPresence
 }

@@ -145,7 +145,7 @@ func (c *Controller) ownContent(ctx context.Context, vs *snapv1.VolumeSnapshot) 
 		if content != nil {
 			name = content.Name
 		}
-		if content == nil && vs.DeletionTimestamp != nil && c.goneContents.seen(name, vs.UID) {
+		if content == nil && vs.DeletionTimestamp != nil && c.goneContents.has(vs.UID) {
 			return nil, nil // its delete event came: gone, not yet to come
 		}
 		live, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})

@@ -1,57 +1,22 @@
 package binder
 
 import (
-	"sync"
+	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
-// goneContents remembers the contents whose delete event the informer
-// delivered while the snapshot they were bound to was being deleted. The
-// release of that snapshot (ownContent) then knows the content is gone and
-// need not ask the API server, which it otherwise does to tell a content
-// gone from one created a moment ago that the cache does not show yet: a
-// content the informer saw deleted is not one the cache has yet to show,
-// and no content of that name is created for a snapshot being deleted.
-// That read was one of the three round trips in a row by which a worker
-// releases a deleted snapshot. An entry lives until the snapshot's own
-// delete event (onSnapshotGone); a restarted binder remembers nothing and
-// reads, as before.
-type goneContents struct {
-	mu sync.Mutex
-	m  map[string]types.UID // content name -> UID of the snapshot it was bound to
-}
-
-func (g *goneContents) add(name string, snapshot types.UID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m == nil {
-		g.m = map[string]types.UID{}
-	}
-	g.m[name] = snapshot
-}
-
-// seen reports whether the content name's delete event came while the
-// snapshot with UID snapshot was being deleted.
-func (g *goneContents) seen(name string, snapshot types.UID) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	uid, ok := g.m[name]
-	return ok && snapshot != "" && uid == snapshot
-}
-
-func (g *goneContents) forget(name string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.m, name)
-}
-
-func (g *goneContents) len() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.m)
-}
+// Controller.goneContents remembers, by the snapshot's UID, the snapshots
+// being deleted whose dynamic content's delete event the informer
+// delivered. The release of that snapshot (ownContent) then knows the
+// content is gone and need not ask the API server, which it otherwise does
+// to tell a content gone from one created a moment ago that the cache does
+// not show yet: a content the informer saw deleted is not one the cache
+// has yet to show, and no content of that name is created for a snapshot
+// being deleted. That read was one of the three round trips in a row by
+// which a worker releases a deleted snapshot. An entry lives until the
+// snapshot's own delete event (onSnapshotGone) or vanishedFor; a restarted
+// binder remembers nothing and reads, as before.
 
 // onContentGone hears every content delete event: the content of a
 // dynamic snapshot being deleted (in the cache, same UID as the content's
@@ -70,5 +35,5 @@ func (c *Controller) onContentGone(obj any) {
 		vs.Spec.Source.PersistentVolumeClaimName == nil || contentNameOf(vs) != content.Name {
 		return
 	}
-	c.goneContents.add(content.Name, vs.UID)
+	c.goneContents.add(vs.UID, time.Now())
 }

@@ -157,5 +157,4 @@ func TestUnboundGroupsAreIndexedByNamespace(t *testing.T) {
 			t.Fatalf("unbound groups under %q: %v, want %v", value, got, want)
 		}
 	}
-
 }

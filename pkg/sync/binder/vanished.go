@@ -63,7 +63,7 @@ func (c *Controller) onSnapshotGone(obj any) {
 	if !ok {
 		return
 	}
-	c.goneContents.forget(contentNameOf(vs))
+	c.goneContents.take(vs.UID)
 	if releasedHere := c.releasedUIDs.take(vs.UID); releasedHere || !Vanished(vs) || c.released(vs) {
 		return
 	}
@@ -107,8 +107,9 @@ func retainedAndMarked(policy snapv1.DeletionPolicy, content metav1.Object, mark
 }
 
 // uidMemory remembers UIDs for vanishedFor: the snapshots that vanished
-// (Controller.vanished), and the snapshots and groups this process
-// released, from the release until their delete events
+// (Controller.vanished); the snapshots being deleted whose content is gone
+// (Controller.goneContents, gonecontent.go); and the snapshots and groups
+// this process released, from the release until their delete events
 // (Controller.releasedUIDs), so that an event is not taken for a vanish
 // whatever the content's cached copy shows: a Retain content keeps its
 // finalizer, and its mark may reach the cache after the subject's delete
@@ -144,6 +145,12 @@ func (m *uidMemory) has(uid types.UID) bool {
 	defer m.mu.Unlock()
 	at, ok := m.uids[uid]
 	return ok && time.Since(at) <= vanishedFor
+}
+
+func (m *uidMemory) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.uids)
 }
 
 // take reports whether uid is remembered, and forgets it.
