@@ -25,8 +25,8 @@ func (o *Options) backoff() workloop.Backoff {
 
 // runBinder runs the cluster-wide binder under the snapshot-controller Lease.
 func (o *Options) runBinder(ctx context.Context, cl *clients, reg *prometheus.Registry, h *health, groups bool) error {
-	kubeInf := informers.NewSharedInformerFactoryWithOptions(cl.kube, o.ResyncPeriod, informers.WithTransform(cachetrim.DropManagedFields))
-	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, o.ResyncPeriod, snapinformers.WithTransform(cachetrim.DropManagedFields))
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(cl.watchKube, o.ResyncPeriod, informers.WithTransform(cachetrim.DropManagedFields))
+	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.watchSnap, o.ResyncPeriod, snapinformers.WithTransform(cachetrim.DropManagedFields))
 	leaseInf, leases := o.csiLeases(ctx, cl)
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "binder"}, reg)
 	w := writer.New(cl.kube, cl.snap, componentReg)

@@ -32,8 +32,8 @@ func (o *Options) runCSI(ctx context.Context, cl *clients, reg *prometheus.Regis
 		}))
 	}
 	// Only contents are filtered by node; classes are cluster-wide.
-	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, opts...)
-	classInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, 0, snapinformers.WithTransform(cachetrim.DropManagedFields))
+	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.watchSnap, 0, opts...)
+	classInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.watchSnap, 0, snapinformers.WithTransform(cachetrim.DropManagedFields))
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "csi"}, reg)
 	w := writer.New(cl.kube, cl.snap, componentReg)
 	registerCacheLag(componentReg, w.Lag())

@@ -43,7 +43,7 @@ func (o *Options) csiLeases(ctx context.Context, cl *clients) (informers.SharedI
 			return nil, nil
 		}
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(cl.kube, 0,
+	f := informers.NewSharedInformerFactoryWithOptions(cl.watchKube, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = csiLeaseSelector }))
 	return f, f.Coordination().V1().Leases()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	goruntime "runtime"
 	"strings"
@@ -42,6 +43,10 @@ type clients struct {
 	// config is the component's client configuration (JSON), for
 	// clients of other APIs (snapkeeper.io).
 	config *rest.Config
+	// watchKube and watchSnap serve the informers (their lists and
+	// watches) over a connection of their own (watchOverOwnConnection).
+	watchKube kubernetes.Interface
+	watchSnap snapclient.Interface
 }
 
 // restConfig is the client configuration both components start from.
@@ -69,7 +74,36 @@ func newClients(base *rest.Config, component string) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{kube: kube, snap: snap, config: cfg}, nil
+	cl := &clients{kube: kube, snap: snap, config: cfg}
+	if err := cl.watchOverOwnConnection(kubeCfg, cfg); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// watchOverOwnConnection makes the informers' clients (watchKube,
+// watchSnap), which share one connection to the API server apart from the
+// writers'. On the connection of 64 workers' requests, the informers' watch
+// events reached the binder seconds after the answers to its writes under a
+// busy API server, and every sync in between read a stale cache (measured:
+// docs/scale.md, "The watch's own connection").
+func (cl *clients) watchOverOwnConnection(kubeCfg, snapCfg *rest.Config) error {
+	// A configuration with its own dialer gets a transport of its own
+	// rather than the one client-go caches for every configuration alike.
+	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	watchCfg := rest.CopyConfig(snapCfg)
+	watchCfg.Dial = dial
+	hc, err := rest.HTTPClientFor(watchCfg)
+	if err != nil {
+		return err
+	}
+	kubeWatchCfg := rest.CopyConfig(kubeCfg)
+	kubeWatchCfg.Dial = dial
+	if cl.watchKube, err = kubernetes.NewForConfigAndClient(kubeWatchCfg, hc); err != nil {
+		return err
+	}
+	cl.watchSnap, err = snapclient.NewForConfigAndClient(watchCfg, hc)
+	return err
 }
 
 // eventScheme knows core and snapshot kinds, so events name their object.

@@ -33,10 +33,10 @@ func (o *Options) runSchedules(ctx context.Context, cl *clients, reg *prometheus
 	if err != nil {
 		return err
 	}
-	kubeInf := informers.NewSharedInformerFactoryWithOptions(cl.kube, o.ResyncPeriod, informers.WithTransform(cachetrim.DropManagedFields))
+	kubeInf := informers.NewSharedInformerFactoryWithOptions(cl.watchKube, o.ResyncPeriod, informers.WithTransform(cachetrim.DropManagedFields))
 	// Only scheduled snapshots are the component's business: the label
 	// keeps every other snapshot of the cluster out of its cache.
-	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.snap, o.ResyncPeriod,
+	snapInf := snapinformers.NewSharedInformerFactoryWithOptions(cl.watchSnap, o.ResyncPeriod,
 		snapinformers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = schedule.LabelSchedule }))
 	schedInf := schedclient.NewInformer(sched, o.ResyncPeriod, nil)
 	componentReg := prometheus.WrapRegistererWith(prometheus.Labels{"component": "schedules"}, reg)
