@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	goruntime "runtime"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/snapkeeper/snapkeeper/pkg/kubeclient"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/version"
 )
@@ -88,21 +88,14 @@ func newClients(base *rest.Config, component string) (*clients, error) {
 // busy API server, and every sync in between read a stale cache (measured:
 // docs/scale.md, "The watch's own connection").
 func (cl *clients) watchOverOwnConnection(kubeCfg, snapCfg *rest.Config) error {
-	// A configuration with its own dialer gets a transport of its own
-	// rather than the one client-go caches for every configuration alike.
-	dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	watchCfg := rest.CopyConfig(snapCfg)
-	watchCfg.Dial = dial
-	hc, err := rest.HTTPClientFor(watchCfg)
+	cfgs, hc, err := kubeclient.OwnConnection(kubeCfg, snapCfg)
 	if err != nil {
 		return err
 	}
-	kubeWatchCfg := rest.CopyConfig(kubeCfg)
-	kubeWatchCfg.Dial = dial
-	if cl.watchKube, err = kubernetes.NewForConfigAndClient(kubeWatchCfg, hc); err != nil {
+	if cl.watchKube, err = kubernetes.NewForConfigAndClient(cfgs[0], hc); err != nil {
 		return err
 	}
-	cl.watchSnap, err = snapclient.NewForConfigAndClient(watchCfg, hc)
+	cl.watchSnap, err = snapclient.NewForConfigAndClient(cfgs[1], hc)
 	return err
 }
 

@@ -67,6 +67,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/snapkeeper/snapkeeper/pkg/kubeclient"
 	"github.com/snapkeeper/snapkeeper/pkg/snapshot"
 	"github.com/snapkeeper/snapkeeper/pkg/sync/workloop"
 )
@@ -124,8 +125,14 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	sf := snapinformers.NewSharedInformerFactory(snapCS, 0)
-	kf := informers.NewSharedInformerFactory(kubeCS, 0)
+	// The informers list and watch over a connection of their own, apart
+	// from the writes, as cmd/controller's do.
+	watchSnap, watchKube, err := watchClients(cfg, kubeCfg)
+	if err != nil {
+		return err
+	}
+	sf := snapinformers.NewSharedInformerFactory(watchSnap, 0)
+	kf := informers.NewSharedInformerFactory(watchKube, 0)
 	tr := newTracker()
 	var lp *workloop.Loop
 	if o.half == "binder" {
@@ -369,6 +376,20 @@ type binder struct {
 	classes  snaplisters.VolumeSnapshotClassLister
 	pvcs     corelisters.PersistentVolumeClaimLister
 	pvs      corelisters.PersistentVolumeLister
+}
+
+// watchClients returns clients that share one connection of their own.
+func watchClients(snapCfg, kubeCfg *rest.Config) (snapclient.Interface, kubernetes.Interface, error) {
+	cfgs, hc, err := kubeclient.OwnConnection(snapCfg, kubeCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	snapCS, err := snapclient.NewForConfigAndClient(cfgs[0], hc)
+	if err != nil {
+		return nil, nil, err
+	}
+	kubeCS, err := kubernetes.NewForConfigAndClient(cfgs[1], hc)
+	return snapCS, kubeCS, err
 }
 
 func newBinder(snapCS snapclient.Interface, kubeCS kubernetes.Interface, sf snapinformers.SharedInformerFactory, kf informers.SharedInformerFactory, tr *tracker) (*workloop.Loop, error) {
