@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,6 +100,36 @@ func TestCallLogIsBounded(t *testing.T) {
 	got := l.since(0)
 	if len(got.Entries) != 3 || got.Entries[0].Seq != 3 || got.Dropped != 2 || got.Last != 5 {
 		t.Errorf("log = %+v", got)
+	}
+}
+
+// TestFullCallLogKeepsTheNewest adds calls to a full log across several
+// moves of its array and checks that it holds exactly the newest max.
+func TestFullCallLogKeepsTheNewest(t *testing.T) {
+	l := callLog{max: 100}
+	for i := 1; i <= 1000; i++ {
+		l.add(CallLogEntry{Method: "DeleteSnapshot", SnapshotID: strconv.Itoa(i)})
+		got := l.since(0)
+		want := min(i, 100)
+		if len(got.Entries) != want || got.Entries[want-1].Seq != int64(i) || got.Entries[0].Seq != int64(i-want+1) || got.Dropped != int64(i-want) {
+			t.Fatalf("after %d calls: %d entries from seq %d to %d, %d dropped", i, len(got.Entries), got.Entries[0].Seq, got.Entries[len(got.Entries)-1].Seq, got.Dropped)
+		}
+	}
+	if l.since(950).Entries[0].SnapshotID != "951" {
+		t.Errorf("since(950) starts at %+v", l.since(950).Entries[0])
+	}
+}
+
+// BenchmarkFullCallLogAdd is the cost of one call's entry once the log is
+// full at the driver's bound (it copied the whole log on every call).
+func BenchmarkFullCallLogAdd(b *testing.B) {
+	l := callLog{max: callLogMax}
+	for range callLogMax {
+		l.add(CallLogEntry{Method: "CreateSnapshot", Name: "snapshot-0123456789", SnapshotID: "0123456789"})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.add(CallLogEntry{Method: "DeleteSnapshot", SnapshotID: "0123456789"})
 	}
 }
 
