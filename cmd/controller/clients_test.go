@@ -9,7 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -48,30 +50,21 @@ func TestInformersHaveTheirOwnConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, call := range []struct {
+	for _, c := range []struct {
 		name string
-		list func(context.Context, metav1.ListOptions) error
+		kube kubernetes.Interface
+		snap snapclient.Interface
 	}{
-		{"writer", func(ctx context.Context, o metav1.ListOptions) error {
-			_, err := cl.kube.CoreV1().Namespaces().List(ctx, o)
-			return err
-		}},
-		{"writer", func(ctx context.Context, o metav1.ListOptions) error {
-			_, err := cl.snap.SnapshotV1().VolumeSnapshots("").List(ctx, o)
-			return err
-		}},
-		{"informer", func(ctx context.Context, o metav1.ListOptions) error {
-			_, err := cl.watchKube.CoreV1().Namespaces().List(ctx, o)
-			return err
-		}},
-		{"informer", func(ctx context.Context, o metav1.ListOptions) error {
-			_, err := cl.watchSnap.SnapshotV1().VolumeSnapshots("").List(ctx, o)
-			return err
-		}},
+		{"writer", cl.kube, cl.snap},
+		{"informer", cl.watchKube, cl.watchSnap},
 	} {
 		// The selector tells the server which client sent the request.
-		if err := call.list(ctx, metav1.ListOptions{LabelSelector: "client=" + call.name}); err != nil {
-			t.Fatalf("%s: %v", call.name, err)
+		o := metav1.ListOptions{LabelSelector: "client=" + c.name}
+		if _, err := c.kube.CoreV1().Namespaces().List(ctx, o); err != nil {
+			t.Fatalf("%s, namespaces: %v", c.name, err)
+		}
+		if _, err := c.snap.SnapshotV1().VolumeSnapshots("").List(ctx, o); err != nil {
+			t.Fatalf("%s, snapshots: %v", c.name, err)
 		}
 	}
 	mu.Lock()

@@ -44,7 +44,7 @@ type clients struct {
 	// clients of other APIs (snapkeeper.io).
 	config *rest.Config
 	// watchKube and watchSnap serve the informers (their lists and
-	// watches) over a connection of their own (watchOverOwnConnection).
+	// watches) over a connection of their own (kubeclient.OwnConnection).
 	watchKube kubernetes.Interface
 	watchSnap snapclient.Interface
 }
@@ -75,28 +75,15 @@ func newClients(base *rest.Config, component string) (*clients, error) {
 		return nil, err
 	}
 	cl := &clients{kube: kube, snap: snap, config: cfg}
-	if err := cl.watchOverOwnConnection(kubeCfg, cfg); err != nil {
+	// The informers' own connection: on the connection of 64 workers'
+	// requests, their watch events reached the binder seconds after the
+	// answers to its writes under a busy API server, and every sync in
+	// between read a stale cache (docs/scale.md, "The watch's own
+	// connection").
+	if cl.watchKube, cl.watchSnap, err = kubeclient.OwnConnection(kubeCfg, cfg); err != nil {
 		return nil, err
 	}
 	return cl, nil
-}
-
-// watchOverOwnConnection makes the informers' clients (watchKube,
-// watchSnap), which share one connection to the API server apart from the
-// writers'. On the connection of 64 workers' requests, the informers' watch
-// events reached the binder seconds after the answers to its writes under a
-// busy API server, and every sync in between read a stale cache (measured:
-// docs/scale.md, "The watch's own connection").
-func (cl *clients) watchOverOwnConnection(kubeCfg, snapCfg *rest.Config) error {
-	cfgs, hc, err := kubeclient.OwnConnection(kubeCfg, snapCfg)
-	if err != nil {
-		return err
-	}
-	if cl.watchKube, err = kubernetes.NewForConfigAndClient(cfgs[0], hc); err != nil {
-		return err
-	}
-	cl.watchSnap, err = snapclient.NewForConfigAndClient(cfgs[1], hc)
-	return err
 }
 
 // eventScheme knows core and snapshot kinds, so events name their object.

@@ -127,7 +127,7 @@ func run(ctx context.Context, o options) error {
 	}
 	// The informers list and watch over a connection of their own, apart
 	// from the writes, as cmd/controller's do.
-	watchSnap, watchKube, err := watchClients(cfg, kubeCfg)
+	watchKube, watchSnap, err := kubeclient.OwnConnection(kubeCfg, cfg)
 	if err != nil {
 		return err
 	}
@@ -376,20 +376,6 @@ type binder struct {
 	classes  snaplisters.VolumeSnapshotClassLister
 	pvcs     corelisters.PersistentVolumeClaimLister
 	pvs      corelisters.PersistentVolumeLister
-}
-
-// watchClients returns clients that share one connection of their own.
-func watchClients(snapCfg, kubeCfg *rest.Config) (snapclient.Interface, kubernetes.Interface, error) {
-	cfgs, hc, err := kubeclient.OwnConnection(snapCfg, kubeCfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	snapCS, err := snapclient.NewForConfigAndClient(cfgs[0], hc)
-	if err != nil {
-		return nil, nil, err
-	}
-	kubeCS, err := kubernetes.NewForConfigAndClient(cfgs[1], hc)
-	return snapCS, kubeCS, err
 }
 
 func newBinder(snapCS snapclient.Interface, kubeCS kubernetes.Interface, sf snapinformers.SharedInformerFactory, kf informers.SharedInformerFactory, tr *tracker) (*workloop.Loop, error) {
