@@ -272,10 +272,12 @@ bench-schedules: tools $(PEERS)
 # through the system, with CPU profiles of every process in PROFILE_DIR and
 # the cost of each operation at each N; docs/benchmarks-scale.md. About an
 # hour here, most of it the 20,000 runs.
+# SCALE_REPEATS runs each N of each system that many times, interleaved.
 SCALE_N ?= 500,5000,20000
 SCALE_SYSTEMS ?= ours,writes-only,community-equal
+SCALE_REPEATS ?= 1
 bench-scale: tools $(PEERS)
-	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -cold-start-m=0 -schedule-claims=0 -scale=$(SCALE_N) -scale-systems=$(SCALE_SYSTEMS) -profile $(PROFILE_DIR) -out docs/benchmarks-scale.md
+	$(GO) run ./test/bench -systems= -single=0 -steady-m=0 -groups=0 -admission=false -waiting= -cold-start-m=0 -schedule-claims=0 -scale=$(SCALE_N) -scale-systems=$(SCALE_SYSTEMS) -scale-repeats=$(SCALE_REPEATS) -profile $(PROFILE_DIR) -out docs/benchmarks-scale.md
 
 # gofmt, go vet (ours and the test driver's module) and staticcheck.
 lint: vet lint-static

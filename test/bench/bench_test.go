@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -127,5 +128,49 @@ func TestWatcherCountsFollowEvents(t *testing.T) {
 	w.observe(nil, content, true)
 	if s, r, c := w.counts(); s != 1 || r != 1 || c != 0 {
 		t.Fatalf("after deletes: counts %d, %d, %d; want 1, 1, 0", s, r, c)
+	}
+}
+
+func TestScaleRepeatsKeepTheMedianAndGrowTheMedians(t *testing.T) {
+	ours := &system{ID: sysOurs, Label: "snapkeeper"}
+	run := func(n, k int, ready, deleted float64, failed bool) *scenarioResult {
+		s := &scenarioResult{System: ours, N: n, Run: k,
+			Create: phase{Duration: time.Duration(ready * float64(time.Second))},
+			Delete: phase{Duration: time.Duration(deleted * float64(time.Second))}}
+		if failed {
+			s.Err = errors.New("timed out")
+		}
+		return s
+	}
+	all := []*scenarioResult{
+		run(5000, 1, 80, 60, false), run(20000, 1, 320, 240, false),
+		run(5000, 2, 70, 58, false), run(20000, 2, 380, 232, false),
+		run(5000, 3, 90, 50, false), run(20000, 3, 1, 1, true),
+		run(20000, 4, 300, 220, false),
+	}
+	med := scaleMedians(all)
+	if len(med) != 2 || med[0] != all[0] || med[1] != all[1] {
+		t.Fatalf("scaleMedians kept %v, want the 80 s run at 5000 and the 320 s run at 20000", med)
+	}
+	if got := scaleMedians([]*scenarioResult{run(500, 1, 1, 1, true), run(500, 2, 2, 2, true)}); len(got) != 1 || got[0].Run != 1 {
+		t.Fatalf("with every run failed the first must stand for the size, got %v", got)
+	}
+	g := scaleGroups(all)
+	if len(g) != 2 || len(g[1].runs) != 4 || len(g[1].ok()) != 3 {
+		t.Fatalf("scaleGroups = %+v", g)
+	}
+	// Medians: all-ready 80 -> 320 s, all-deleted 58 -> 232 s: x4 over 4x N, linear.
+	for name, f := range map[string]func(*scenarioResult) float64{"all-ready": createSecs, "all-deleted": deleteSecs} {
+		if v, ok := g[1].growthOf(&g[0], f, true); !ok || math.Abs(v-10) > 1e-9 {
+			t.Fatalf("%s growth of the medians = %v, %v; want x10", name, v, ok)
+		}
+	}
+	r := &report{opts: options{scale: "5000,20000", scaleRepeats: 4}, scaleAll: all, scale: med}
+	md := r.markdown()
+	for _, want := range []string{"### Over the repeats", "| snapkeeper | 20000 | 3 of 4 |", "run 3 failed",
+		"growth per 10× N of each phase's median over the repeats: N 5000→20000: all-ready ×10.0", "all-deleted ×10.0 (58.00 → 232.00 s)"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("report lacks %q:\n%s", want, md)
+		}
 	}
 }

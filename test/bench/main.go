@@ -77,6 +77,7 @@ type options struct {
 	scale             string
 	scaleSystems      string
 	scaleDynamicMax   int
+	scaleRepeats      int
 	coldStartM        int
 	coldStartSystems  string
 	seedConc          int
@@ -119,6 +120,7 @@ func main() {
 	fs.IntVar(&o.seedConc, "seed-concurrency", 128, "Goroutines seeding ready snapshots (cold start, seeded scale runs).")
 	fs.StringVar(&o.scale, "scale", "500,5000,20000", "Snapshot counts of the scale runs, comma-separated (empty skips them).")
 	fs.StringVar(&o.scaleSystems, "scale-systems", "ours,writes-only,community-equal", "Systems for the scale runs; writes-only, the empty controller that sends only our writes, shows what the API server alone needs for them.")
+	fs.IntVar(&o.scaleRepeats, "scale-repeats", 1, "Runs per N and system of the scale stage, interleaved (every N of every system, then again); the tables give the median run by time to all-ready, and each phase's median, min and max with its growth.")
 	fs.IntVar(&o.scaleDynamicMax, "scale-dynamic-max", 20000, "Largest N of a scale run whose snapshots are created through the system; above it they are seeded ready and the system starts over them before the delete phase.")
 	fs.IntVar(&o.groups, "groups", 100, "Volume group snapshots in the group scenario (0 skips it).")
 	fs.IntVar(&o.groupSize, "group-size", 10, "Claims (members) per volume group snapshot.")
@@ -161,6 +163,10 @@ func run(ctx context.Context, o options, args string) int {
 	}
 	if _, err := parseScale(o.scale); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if o.scaleRepeats < 1 {
+		fmt.Fprintf(os.Stderr, "bench: -scale-repeats %d: want 1 or more runs per N and system\n", o.scaleRepeats)
 		return 2
 	}
 	if c, m := o.scheduleClaims, o.scheduleSeeded; c > 0 && m > 0 && (m%c != 0 || m/c < 2) {

@@ -17,7 +17,8 @@ type report struct {
 	scenarios   []*scenarioResult
 	steady      []*steadyResult
 	cold        []*steadyResult
-	scale       []*scenarioResult
+	scale       []*scenarioResult // the scale stage's median run of each system and N (scaleMedians)
+	scaleAll    []*scenarioResult // every run of the scale stage (-scale-repeats per system and N)
 	waiting     []*scenarioResult // the slow-driver stage (-waiting)
 	single      []*singleResult   // one snapshot alone (-single)
 	groups      []*groupResult
@@ -55,9 +56,9 @@ func (r *report) failures() []string {
 			out = append(out, fmt.Sprintf("%s %s (M=%d): %v", what, s.System.ID, s.M, s.Err))
 		}
 	}
-	for _, s := range r.scale {
+	for _, s := range r.scaleAll {
 		if s.Err != nil {
-			out = append(out, fmt.Sprintf("scale %s (N=%d, %s): %v", s.System.ID, s.N, pathOf(s.Seeded), s.Err))
+			out = append(out, fmt.Sprintf("scale %s (N=%d, %s, run %d): %v", s.System.ID, s.N, pathOf(s.Seeded), s.Run, s.Err))
 		}
 	}
 	for _, s := range r.waiting {

@@ -74,7 +74,44 @@ func (r *report) scaleAnalysis(p printer) {
 			p("- Scale, %s, the cost of one write and one snapshot at each N: %s.", label, line)
 		}
 	}
+	r.scaleRepeatAnalysis(p)
 	r.emptyControllerLine(p)
+}
+
+// scaleRepeatAnalysis gives, per system that ran more than once at some N,
+// the growth per 10× N of each phase's median over the runs.
+func (r *report) scaleRepeatAnalysis(p printer) {
+	groups := scaleGroups(r.scaleAll)
+	lines := map[string][]string{}
+	var ids []string
+	for i := 1; i < len(groups); i++ {
+		prev, g := groups[i-1], groups[i]
+		if prev.id != g.id || (len(prev.runs) < 2 && len(g.runs) < 2) {
+			continue
+		}
+		var parts []string
+		if v, ok := g.growthOf(&prev, createSecs, prev.seeded() == g.seeded()); ok {
+			name := "all-ready"
+			if g.seeded() {
+				name = "start to idle"
+			}
+			parts = append(parts, fmt.Sprintf("%s ×%.1f (medians %.2f → %.2f s of %d and %d runs)", name, v,
+				prev.spread(createSecs).med, g.spread(createSecs).med, len(prev.ok()), len(g.ok())))
+		}
+		if v, ok := g.growthOf(&prev, deleteSecs, true); ok {
+			parts = append(parts, fmt.Sprintf("all-deleted ×%.1f (%.2f → %.2f s)", v, prev.spread(deleteSecs).med, g.spread(deleteSecs).med))
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if lines[g.id] == nil {
+			ids = append(ids, g.id)
+		}
+		lines[g.id] = append(lines[g.id], fmt.Sprintf("N %d→%d: %s", prev.n, g.n, strings.Join(parts, ", ")))
+	}
+	for _, id := range ids {
+		p("- Scale, %s, growth per 10× N of each phase's median over the repeats: %s.", labelOfScale(r, id), strings.Join(lines[id], "; "))
+	}
 }
 
 // perWriteLine lists, per N, kube-apiserver's and etcd's CPU per API write

@@ -18,8 +18,9 @@ func (r *report) scaleSection(b *strings.Builder) {
 	}
 	p("## Scale: the scenario at N = %s", r.opts.scale)
 	p("")
-	p("Each run on its own fresh control plane with the mock driver at zero latency, one run per N and system, each")
-	p("with its own write ceilings and so its own floor (÷ floor: CRD-priced, as in the scenario above). Up to N = %d", r.opts.scaleDynamicMax)
+	p("Each run on its own fresh control plane with the mock driver at zero latency and its own write ceilings, so")
+	p("its own floor (÷ floor: CRD-priced, as in the scenario above); %s.", runsPerN(r.opts.scaleRepeats))
+	p("Up to N = %d", r.opts.scaleDynamicMax)
 	p("(`-scale-dynamic-max`) the N snapshots are created through the system, as")
 	p("in the scenario above; above it they are seeded directly as ready objects (see the cold start below for their")
 	p("shape) and the system starts over them (\"start to idle\" takes the place of the create phase) before the same")
@@ -67,8 +68,119 @@ func (r *report) scaleSection(b *strings.Builder) {
 		}
 		p("")
 	}
+	r.scaleRepeatTable(b)
 	r.scaleComparison(b)
 	r.scalePerOp(b)
+}
+
+// runsPerN says how often each system ran at each N, and which run the
+// tables show.
+func runsPerN(repeats int) string {
+	if repeats <= 1 {
+		return "one run per N and system"
+	}
+	return fmt.Sprintf("%d runs per N and system, interleaved (every N of every system, then again); the tables show the median run by time to all-ready", repeats)
+}
+
+// scaleRepeatTable gives, when a system ran more than once at some N, each
+// phase's median, min and max over the runs that succeeded and the growth
+// per 10× N of the medians: a phase's own median, which need not be the
+// run the other tables show.
+func (r *report) scaleRepeatTable(b *strings.Builder) {
+	p := printTo(b)
+	groups := scaleGroups(r.scaleAll)
+	more := false
+	for _, g := range groups {
+		more = more || len(g.runs) > 1
+	}
+	if !more {
+		return
+	}
+	p("### Over the repeats: median (min–max) of each phase, and the growth of the medians")
+	p("")
+	p("| system | N | runs ok | time to all-ready or start to idle | growth | time to all-deleted | growth | each run, all-ready / all-deleted |")
+	p("|---|---|---|---|---|---|---|---|")
+	for i, g := range groups {
+		var prev *scaleGroup
+		if i > 0 && groups[i-1].id == g.id {
+			prev = &groups[i-1]
+		}
+		create, del := g.spread(createSecs), g.spread(deleteSecs)
+		var each []string
+		for _, s := range g.runs {
+			if s.Err != nil {
+				each = append(each, fmt.Sprintf("run %d failed", s.Run))
+				continue
+			}
+			each = append(each, fmt.Sprintf("%.1f / %.1f", createSecs(s), deleteSecs(s)))
+		}
+		p("| %s | %d | %d of %d | %s | %s | %s | %s | %s |", g.runs[0].System.Label, g.n, len(g.ok()), len(g.runs),
+			spreadSecs(create), g.growth(prev, createSecs, prev != nil && prev.seeded() == g.seeded()),
+			spreadSecs(del), g.growth(prev, deleteSecs, prev != nil), strings.Join(each, " · "))
+	}
+	p("")
+}
+
+func createSecs(s *scenarioResult) float64 { return s.createTime().Seconds() }
+func deleteSecs(s *scenarioResult) float64 { return s.Delete.Duration.Seconds() }
+
+func spreadSecs(s spread) string {
+	if s.med == 0 {
+		return "-"
+	}
+	return s.secs()
+}
+
+// scaleGroup is every run of one system at one N.
+type scaleGroup struct {
+	id   string
+	n    int
+	runs []*scenarioResult
+}
+
+// scaleGroups groups runs by system (in the order of their first runs),
+// then by N ascending.
+func scaleGroups(all []*scenarioResult) []scaleGroup {
+	var out []scaleGroup
+	for _, id := range scaleIDs(all) {
+		byN := map[int][]*scenarioResult{}
+		for _, s := range all {
+			if s.System.ID == id {
+				byN[s.N] = append(byN[s.N], s)
+			}
+		}
+		for _, n := range slices.Sorted(maps.Keys(byN)) {
+			out = append(out, scaleGroup{id: id, n: n, runs: byN[n]})
+		}
+	}
+	return out
+}
+
+func (g scaleGroup) ok() []*scenarioResult {
+	return slices.DeleteFunc(slices.Clone(g.runs), func(s *scenarioResult) bool { return s.Err != nil })
+}
+
+// seeded reports whether the group's snapshots were seeded ready.
+func (g scaleGroup) seeded() bool { return g.runs[0].Seeded }
+
+func (g scaleGroup) spread(f func(*scenarioResult) float64) spread {
+	return spreadOf(g.ok(), f)
+}
+
+// growth is the growth per 10× N of f's median from prev to g ("-" without
+// a comparable group above or without a run that succeeded).
+func (g scaleGroup) growth(prev *scaleGroup, f func(*scenarioResult) float64, comparable bool) string {
+	if v, ok := g.growthOf(prev, f, comparable); ok {
+		return fmt.Sprintf("×%.1f", v)
+	}
+	return "-"
+}
+
+func (g scaleGroup) growthOf(prev *scaleGroup, f func(*scenarioResult) float64, comparable bool) (float64, bool) {
+	if prev == nil || !comparable || len(g.ok()) == 0 || len(prev.ok()) == 0 {
+		return 0, false
+	}
+	return perTenfold(prev.n, g.n, prev.spread(f).med, g.spread(f).med)
 }
 
 // scaleComparison sets each other system's times beside ours at every N
@@ -160,10 +272,19 @@ func growth(prev, s *scenarioResult, f func(*scenarioResult) float64, comparable
 }
 
 func growthOf(prev, s *scenarioResult, f func(*scenarioResult) float64, comparable bool) (float64, bool) {
-	if !comparable || prev == nil || prev.N >= s.N || f(prev) <= 0 || f(s) <= 0 {
+	if !comparable || prev == nil {
 		return 0, false
 	}
-	return math.Pow(f(s)/f(prev), 1/math.Log10(float64(s.N)/float64(prev.N))), true
+	return perTenfold(prev.N, s.N, f(prev), f(s))
+}
+
+// perTenfold is the factor by which a figure grows per 10× N, from v0 at
+// n0 to v1 at n1.
+func perTenfold(n0, n1 int, v0, v1 float64) (float64, bool) {
+	if n0 >= n1 || v0 <= 0 || v1 <= 0 {
+		return 0, false
+	}
+	return math.Pow(v1/v0, 1/math.Log10(float64(n1)/float64(n0))), true
 }
 
 func (r *report) isMain(s *scenarioResult) bool {

@@ -94,7 +94,9 @@ const method = `## How it is measured
   ` + "`--http-endpoint`" + `, ` + "`--leader-election=false`" + ` (and ` + "`--csi-address`" + ` for the sidecar): at its
   defaults (QPS 5, burst 10, 10 workers), tuned (QPS 100, burst 200, 100 workers) and with snapkeeper's
   defaults as read from the built controller's ` + "`-h`" + ` (community-equal).
-- **Scale** (` + "`-scale`" + `, ` + "`-scale-systems`" + `): the scenario once per N and system, on a fresh control plane each,
+- **Scale** (` + "`-scale`" + `, ` + "`-scale-systems`" + `): the scenario ` + "`-scale-repeats`" + ` times per N and system (every N of
+  every system, then again; the tables show the median run by time to all-ready, and a table over the repeats
+  gives each phase's own median, min and max and the growth of the medians), on a fresh control plane each,
   with its own ceiling measurement (its floor) and the plain driver. Up to ` + "`-scale-dynamic-max`" + ` the snapshots are created
   through the system; above it they are seeded ready (as for the cold start) and the system's start over them
   replaces the create phase. Growth per 10× N is (figure at N₂ ÷ figure at N₁)^(1 ÷ log₁₀(N₂ ÷ N₁)).

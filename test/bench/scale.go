@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -19,6 +20,7 @@ import (
 type scaleOptions struct {
 	ns         []int
 	dynamicMax int
+	repeats    int             // runs per N and system, at least 1
 	base       scenarioOptions // n and seeded are set per run
 }
 
@@ -39,29 +41,66 @@ func parseScale(s string) ([]int, error) {
 	return slices.Compact(out), nil
 }
 
-// runScale runs every N for every system, smallest N first; reuse returns a
-// run of the main scenario at the same N and system (not run again).
+// runScale runs every N for every system, smallest N first, and all of it
+// again o.repeats times, so that a slow spell of the machine falls on
+// different sizes and systems; reuse returns a run of the main scenario at
+// the same N and system (counted as the first run, not run again).
 func runScale(ctx context.Context, systems []*system, o scaleOptions, reuse func(id string, n int) *scenarioResult, done func(*scenarioResult)) {
-	for _, n := range o.ns {
-		for _, sys := range systems {
-			if ctx.Err() != nil {
-				return
-			}
-			if r := reuse(sys.ID, n); r != nil && n <= o.dynamicMax {
-				logf("[scale %s] N=%d: the main scenario's median run", sys.ID, n)
+	repeats := max(o.repeats, 1)
+	for run := 1; run <= repeats; run++ {
+		for _, n := range o.ns {
+			for _, sys := range systems {
+				if ctx.Err() != nil {
+					return
+				}
+				if r := reuse(sys.ID, n); r != nil && n <= o.dynamicMax && run == 1 {
+					logf("[scale %s] N=%d: the main scenario's median run", sys.ID, n)
+					done(r)
+					continue
+				}
+				so := o.base
+				so.n, so.seeded, so.profile = n, n > o.dynamicMax, profileDir != ""
+				logf("[scale %s] N=%d (%s), run %d of %d", sys.ID, n, pathOf(so.seeded), run, repeats)
+				r := runScenario(ctx, sys, so)
+				r.Run = run
+				if r.Err != nil {
+					logf("[scale %s] N=%d, run %d FAILED: %v", sys.ID, n, run, r.Err)
+				}
 				done(r)
-				continue
 			}
-			so := o.base
-			so.n, so.seeded, so.profile = n, n > o.dynamicMax, profileDir != ""
-			logf("[scale %s] N=%d (%s)", sys.ID, n, pathOf(so.seeded))
-			r := runScenario(ctx, sys, so)
-			if r.Err != nil {
-				logf("[scale %s] N=%d FAILED: %v", sys.ID, n, r.Err)
-			}
-			done(r)
 		}
 	}
+}
+
+// scaleMedians keeps one run per system and N, in the order of their first
+// runs: the median by time to all-ready (start to idle when seeded) of the
+// runs that succeeded (the lower middle one of an even count), or the
+// first run when none did.
+func scaleMedians(all []*scenarioResult) []*scenarioResult {
+	type key struct {
+		id string
+		n  int
+	}
+	var order []key
+	runs := map[key][]*scenarioResult{}
+	for _, s := range all {
+		k := key{s.System.ID, s.N}
+		if _, seen := runs[k]; !seen {
+			order = append(order, k)
+		}
+		runs[k] = append(runs[k], s)
+	}
+	out := make([]*scenarioResult, 0, len(order))
+	for _, k := range order {
+		ok := slices.DeleteFunc(slices.Clone(runs[k]), func(s *scenarioResult) bool { return s.Err != nil })
+		if len(ok) == 0 {
+			out = append(out, runs[k][0])
+			continue
+		}
+		slices.SortStableFunc(ok, func(a, b *scenarioResult) int { return cmp.Compare(a.createTime(), b.createTime()) })
+		out = append(out, ok[(len(ok)-1)/2])
+	}
+	return out
 }
 
 func pathOf(seeded bool) string {

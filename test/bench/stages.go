@@ -175,8 +175,9 @@ func runScaleStage(ctx context.Context, o options, rep *report, oursArgs []strin
 		}
 		return nil
 	}
-	runScale(ctx, systems, scaleOptions{ns: ns, dynamicMax: o.scaleDynamicMax, base: base}, reuse, func(r *scenarioResult) {
-		rep.scale = append(rep.scale, r)
+	runScale(ctx, systems, scaleOptions{ns: ns, dynamicMax: o.scaleDynamicMax, repeats: o.scaleRepeats, base: base}, reuse, func(r *scenarioResult) {
+		rep.scaleAll = append(rep.scaleAll, r)
+		rep.scale = scaleMedians(rep.scaleAll)
 		flush()
 	})
 	return nil
