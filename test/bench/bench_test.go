@@ -152,6 +152,10 @@ func TestScaleRepeatsKeepTheMedianAndGrowTheMedians(t *testing.T) {
 	if len(med) != 2 || med[0] != all[0] || med[1] != all[1] {
 		t.Fatalf("scaleMedians kept %v, want the 80 s run at 5000 and the 320 s run at 20000", med)
 	}
+	empty := &scenarioResult{System: &system{ID: sysWritesOnly}, N: 5000, Run: 1}
+	if got := scaleMedians([]*scenarioResult{all[0], empty, all[1]}); len(got) != 3 || got[0] != all[0] || got[1] != empty || got[2] != all[1] {
+		t.Fatalf("scaleMedians must keep the order of the first runs (N, then system), got %v", got)
+	}
 	if got := scaleMedians([]*scenarioResult{run(500, 1, 1, 1, true), run(500, 2, 2, 2, true)}); len(got) != 1 || got[0].Run != 1 {
 		t.Fatalf("with every run failed the first must stand for the size, got %v", got)
 	}

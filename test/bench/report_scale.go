@@ -89,11 +89,7 @@ func runsPerN(repeats int) string {
 func (r *report) scaleRepeatTable(b *strings.Builder) {
 	p := printTo(b)
 	groups := scaleGroups(r.scaleAll)
-	more := false
-	for _, g := range groups {
-		more = more || len(g.runs) > 1
-	}
-	if !more {
+	if !slices.ContainsFunc(groups, func(g scaleGroup) bool { return len(g.runs) > 1 }) {
 		return
 	}
 	p("### Over the repeats: median (min–max) of each phase, and the growth of the medians")

@@ -72,29 +72,19 @@ func runScale(ctx context.Context, systems []*system, o scaleOptions, reuse func
 	}
 }
 
-// scaleMedians keeps one run per system and N, in the order of their first
-// runs: the median by time to all-ready (start to idle when seeded) of the
-// runs that succeeded (the lower middle one of an even count), or the
-// first run when none did.
+// scaleMedians keeps one run per system and N (scaleGroups), in the order
+// of their first runs: the median by time to all-ready (start to idle when
+// seeded) of the runs that succeeded (the lower middle one of an even
+// count), or the first run when none did.
 func scaleMedians(all []*scenarioResult) []*scenarioResult {
-	type key struct {
-		id string
-		n  int
-	}
-	var order []key
-	runs := map[key][]*scenarioResult{}
-	for _, s := range all {
-		k := key{s.System.ID, s.N}
-		if _, seen := runs[k]; !seen {
-			order = append(order, k)
-		}
-		runs[k] = append(runs[k], s)
-	}
-	out := make([]*scenarioResult, 0, len(order))
-	for _, k := range order {
-		ok := slices.DeleteFunc(slices.Clone(runs[k]), func(s *scenarioResult) bool { return s.Err != nil })
+	groups := scaleGroups(all)
+	first := func(g scaleGroup) int { return slices.Index(all, g.runs[0]) }
+	slices.SortStableFunc(groups, func(a, b scaleGroup) int { return cmp.Compare(first(a), first(b)) })
+	out := make([]*scenarioResult, 0, len(groups))
+	for _, g := range groups {
+		ok := g.ok()
 		if len(ok) == 0 {
-			out = append(out, runs[k][0])
+			out = append(out, g.runs[0])
 			continue
 		}
 		slices.SortStableFunc(ok, func(a, b *scenarioResult) int { return cmp.Compare(a.createTime(), b.createTime()) })
